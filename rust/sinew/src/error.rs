@@ -1,0 +1,125 @@
+//! The one error type of the core.
+
+/// Everything that can go wrong in Sinew's core.
+///
+/// Bad input is always reported through this type: the core never panics on user data and never
+/// returns a pose containing NaN. The C ABI maps each variant to a numbered status code and the
+/// Python module to an exception carrying the same message.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The rig has no bones.
+    #[error("the rig has no bones")]
+    EmptyRig,
+    /// A number that must be finite is NaN or infinite.
+    #[error("{what} is not finite")]
+    NonFinite {
+        /// What the number is, e.g. `rest matrix of bone "hand.L"`.
+        what: String,
+    },
+    /// A bone length is zero, negative or not finite.
+    #[error("bone \"{bone}\" has length {length}; a bone length must be positive")]
+    BadBoneLength {
+        /// The bone's name.
+        bone: String,
+        /// The offending length.
+        length: f64,
+    },
+    /// A parent index does not name an earlier bone.
+    #[error(
+        "bone \"{bone}\" (index {index}) names parent {parent}, which is out of range or not before it; bones must be in parent-before-child order"
+    )]
+    BadParent {
+        /// The bone's name.
+        bone: String,
+        /// The bone's index.
+        index: usize,
+        /// The parent index it gave.
+        parent: i64,
+    },
+    /// Two bones share a name.
+    #[error("two bones are named \"{name}\"")]
+    DuplicateName {
+        /// The repeated name.
+        name: String,
+    },
+    /// A name or index does not denote a bone of the rig.
+    #[error("unknown bone {bone}")]
+    UnknownBone {
+        /// The name (quoted) or index that was asked for.
+        bone: String,
+    },
+    /// A rest matrix is not a rigid transform (rotation + translation).
+    #[error("rest matrix of bone \"{bone}\" is not a rigid transform (scale or shear {deviation:.3e})")]
+    NotRigid {
+        /// The bone's name.
+        bone: String,
+        /// How far the 3×3 part is from orthonormal.
+        deviation: f64,
+    },
+    /// A joint-limit value is outside its range.
+    #[error("limit on bone \"{bone}\": {what} = {value} is outside {range}")]
+    LimitOutOfRange {
+        /// The bone's name.
+        bone: String,
+        /// Which value, e.g. `cone x_pos`.
+        what: String,
+        /// The value given.
+        value: f64,
+        /// The accepted range, in words.
+        range: String,
+    },
+    /// A goal is malformed (zero weight, unknown chain, non-finite target, ...).
+    #[error("goal {goal}: {reason}")]
+    BadGoal {
+        /// The goal's index in the list given.
+        goal: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Arrays whose lengths must agree do not.
+    #[error("{what}: expected {expected}, got {got}")]
+    ShapeMismatch {
+        /// What was measured.
+        what: String,
+        /// The length required.
+        expected: usize,
+        /// The length given.
+        got: usize,
+    },
+    /// A solver setting is outside its range.
+    #[error("solver setting {what} = {value} is invalid: {reason}")]
+    BadSetting {
+        /// The setting's name.
+        what: String,
+        /// The value given.
+        value: f64,
+        /// Why it is rejected.
+        reason: String,
+    },
+    /// A problem file could not be read.
+    #[error("problem file: {0}")]
+    Format(String),
+    /// The solve stopped before every goal was within tolerance
+    /// (returned only by [`crate::Solution::ensure_reached`]; `solve` itself reports this in the
+    /// [`crate::Solution`]).
+    #[error("did not converge after {iterations} iterations: worst residual {residual}")]
+    NotConverged {
+        /// Iterations used.
+        iterations: u32,
+        /// The largest per-goal residual distance.
+        residual: f64,
+    },
+}
+
+/// Shorthand for results of the core.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Checks that every component of `v` is finite.
+pub(crate) fn check_finite(values: &[f64], what: impl FnOnce() -> String) -> Result<()> {
+    if values.iter().all(|v| v.is_finite()) {
+        Ok(())
+    } else {
+        Err(Error::NonFinite { what: what() })
+    }
+}

@@ -1,0 +1,346 @@
+//! The JSON problem format (`"format": "sinew.problem/1"`): a rig with its limits, goals, solver
+//! settings and an optional start pose, in one file. Quaternions are `[w, x, y, z]` (Blender's
+//! order), angles radians, positions rig space. The README documents it with an example.
+
+use glam::{DMat4, DQuat, DVec3};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::goal::{Goal, Pole};
+use crate::limits::JointLimit;
+use crate::pose::Pose;
+use crate::problem::{Problem, RootMode};
+use crate::rig::{Bone, BoneRef, Rig, rotation_from_head_tail};
+use crate::solver::{Method, SolveSettings, Solution, StopReason};
+
+/// The format tag this version reads and writes.
+pub const FORMAT: &str = "sinew.problem/1";
+
+/// One bone in a problem file: rest given either as `matrix` (armature space, 4 rows, as
+/// Blender's `bone.matrix_local`) with `length`, or as `head`, `tail` and optional `roll`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BoneFile {
+    /// Unique name.
+    pub name: String,
+    /// Parent's name, or null for a root.
+    #[serde(default)]
+    pub parent: Option<String>,
+    /// Armature-space rest matrix, row by row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matrix: Option<[[f64; 4]; 4]>,
+    /// Length (required with `matrix`; derived from head and tail otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub length: Option<f64>,
+    /// Head in armature space.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head: Option<[f64; 3]>,
+    /// Tail in armature space.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tail: Option<[f64; 3]>,
+    /// Roll about the bone's axis, radians.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub roll: Option<f64>,
+    /// Joint limits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<JointLimit>,
+}
+
+/// A pole in a problem file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoleFile {
+    /// Pole position.
+    pub target: [f64; 3],
+    /// Pole angle, radians.
+    #[serde(default)]
+    pub angle: f64,
+}
+
+/// A goal in a problem file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GoalFile {
+    /// Effector bone name.
+    pub bone: String,
+    /// Target position.
+    pub target: [f64; 3],
+    /// Optional target orientation `[w, x, y, z]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub orientation: Option<[f64; 4]>,
+    /// Weight (default 1).
+    #[serde(default = "one")]
+    pub weight: f64,
+    /// Bones from the effector up that may move; 0 = to the root (default).
+    #[serde(default)]
+    pub chain_length: usize,
+    /// Optional pole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pole: Option<PoleFile>,
+    /// Pull the tail (default) or the head.
+    #[serde(default = "yes")]
+    pub use_tail: bool,
+}
+
+fn one() -> f64 {
+    1.0
+}
+fn yes() -> bool {
+    true
+}
+
+/// Solver choice and settings in a problem file.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SettingsFile {
+    /// The method (default `fabrik`).
+    #[serde(default)]
+    pub method: Method,
+    /// Shared settings.
+    #[serde(flatten)]
+    pub settings: SolveSettings,
+}
+
+/// A start pose in a problem file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoseFile {
+    /// One `[w, x, y, z]` per bone.
+    pub rotations: Vec<[f64; 4]>,
+    /// Bone 0's translation in its rest frame.
+    #[serde(default)]
+    pub root_translation: [f64; 3],
+}
+
+/// A whole problem file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProblemFile {
+    /// Must be [`FORMAT`].
+    pub format: String,
+    /// Bones, parent before child.
+    pub bones: Vec<BoneFile>,
+    /// Goals.
+    #[serde(default)]
+    pub goals: Vec<GoalFile>,
+    /// Root pinned (default) or free.
+    #[serde(default)]
+    pub root: RootMode,
+    /// Solver settings.
+    #[serde(default)]
+    pub settings: SettingsFile,
+    /// Optional start pose (rest pose when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pose: Option<PoseFile>,
+}
+
+/// A problem read from a file, with the settings and start pose it carries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadedProblem {
+    /// The rig, goals and root mode.
+    pub problem: Problem,
+    /// The method asked for.
+    pub method: Method,
+    /// The settings asked for (validated).
+    pub settings: SolveSettings,
+    /// The start pose (rest pose when the file has none).
+    pub pose: Pose,
+}
+
+/// `[w, x, y, z]` to a quaternion.
+#[must_use]
+pub fn quat_from_wxyz(q: [f64; 4]) -> DQuat {
+    DQuat::from_xyzw(q[1], q[2], q[3], q[0])
+}
+
+/// A quaternion to `[w, x, y, z]`.
+#[must_use]
+pub fn quat_to_wxyz(q: DQuat) -> [f64; 4] {
+    [q.w, q.x, q.y, q.z]
+}
+
+impl ProblemFile {
+    /// Parses JSON text.
+    ///
+    /// # Errors
+    /// [`Error::Format`] with serde's message (line and column) or a wrong `format` tag.
+    pub fn from_json(text: &str) -> Result<Self> {
+        let file: ProblemFile = serde_json::from_str(text).map_err(|e| Error::Format(e.to_string()))?;
+        if file.format != FORMAT {
+            return Err(Error::Format(format!("format is \"{}\"; this version reads \"{FORMAT}\"", file.format)));
+        }
+        Ok(file)
+    }
+
+    /// Pretty JSON text.
+    #[must_use]
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// Builds and validates the rig, goals, settings and pose.
+    ///
+    /// # Errors
+    /// Any rig, limit, goal or setting error, or [`Error::Format`] for a bone given neither
+    /// `matrix` + `length` nor `head` + `tail`, or an unknown parent name.
+    pub fn load(&self) -> Result<LoadedProblem> {
+        let mut index = std::collections::HashMap::new();
+        let mut bones = Vec::with_capacity(self.bones.len());
+        let mut world: Vec<(DQuat, DVec3)> = Vec::with_capacity(self.bones.len());
+        for (i, b) in self.bones.iter().enumerate() {
+            let parent = match &b.parent {
+                None => None,
+                Some(p) => Some(*index.get(p.as_str()).ok_or_else(|| {
+                    Error::Format(format!("bone \"{}\": parent \"{p}\" is not an earlier bone", b.name))
+                })?),
+            };
+            let (rot, head, length) = match (&b.matrix, &b.head, &b.tail) {
+                (Some(m), None, None) => {
+                    let m = DMat4::from_cols_array_2d(m).transpose();
+                    let len = b.length.ok_or_else(|| Error::Format(format!("bone \"{}\": `matrix` needs `length`", b.name)))?;
+                    let r = Rig::from_matrices(&[b.name.clone()], &[None], &[m], &[len])?;
+                    (r.bone(0).rest_rotation, r.bone(0).rest_head, len)
+                }
+                (None, Some(h), Some(t)) => {
+                    let (h, t) = (DVec3::from_array(*h), DVec3::from_array(*t));
+                    let len = (t - h).length();
+                    (rotation_from_head_tail(h, t, b.roll.unwrap_or(0.0)), h, len)
+                }
+                _ => {
+                    return Err(Error::Format(format!(
+                        "bone \"{}\": give either `matrix` and `length`, or `head` and `tail`",
+                        b.name
+                    )));
+                }
+            };
+            let (rest_rotation, rest_head) = match parent {
+                Some(p) => {
+                    let (pr, ph): (DQuat, DVec3) = world[p];
+                    (pr.conjugate() * rot, pr.conjugate() * (head - ph))
+                }
+                None => (rot, head),
+            };
+            index.insert(b.name.as_str(), i);
+            world.push((rot, head));
+            bones.push(Bone {
+                name: b.name.clone(),
+                parent,
+                rest_head,
+                rest_rotation,
+                length,
+                limit: b.limit.unwrap_or_default(),
+            });
+        }
+        let rig = Rig::new(bones)?;
+        let mut goals = Vec::with_capacity(self.goals.len());
+        for (gi, g) in self.goals.iter().enumerate() {
+            let bone = g.bone.as_str().resolve(&rig).map_err(|e| Error::BadGoal { goal: gi, reason: e.to_string() })?;
+            goals.push(Goal {
+                bone,
+                target: DVec3::from_array(g.target),
+                orientation: g.orientation.map(quat_from_wxyz),
+                weight: g.weight,
+                chain_length: g.chain_length,
+                pole: g.pole.as_ref().map(|p| Pole { target: DVec3::from_array(p.target), angle: p.angle }),
+                use_tail: g.use_tail,
+            });
+        }
+        let problem = Problem::new(rig, goals, self.root)?;
+        let pose = match &self.pose {
+            None => Pose::rest(problem.rig().len()),
+            Some(p) => problem.checked_pose(&Pose {
+                rotations: p.rotations.iter().copied().map(quat_from_wxyz).collect(),
+                root_translation: DVec3::from_array(p.root_translation),
+            })?,
+        };
+        Ok(LoadedProblem { problem, method: self.settings.method, settings: self.settings.settings.validated()?, pose })
+    }
+}
+
+/// A solution as written by the command line and read by tools: rotations `[w, x, y, z]` per bone
+/// name, root translation, residuals per goal, iterations, reached, stop reason.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SolutionFile {
+    /// Always [`FORMAT`]'s solution counterpart, `sinew.solution/1`.
+    pub format: String,
+    /// Method used.
+    pub method: Method,
+    /// Bone names, in rig order.
+    pub bones: Vec<String>,
+    /// Local rotations `[w, x, y, z]`, in rig order.
+    pub rotations: Vec<[f64; 4]>,
+    /// Bone 0's translation.
+    pub root_translation: [f64; 3],
+    /// Per goal residual distance.
+    pub residuals: Vec<f64>,
+    /// Iterations used.
+    pub iterations: u32,
+    /// Whether every goal was reached.
+    pub reached: bool,
+    /// Why the solver stopped.
+    pub stop: StopReason,
+}
+
+impl SolutionFile {
+    /// Describes `solution` of a problem on `rig`.
+    #[must_use]
+    pub fn new(rig: &Rig, method: Method, solution: &Solution) -> Self {
+        Self {
+            format: "sinew.solution/1".into(),
+            method,
+            bones: rig.bones().iter().map(|b| b.name.clone()).collect(),
+            rotations: solution.pose.rotations.iter().copied().map(quat_to_wxyz).collect(),
+            root_translation: solution.pose.root_translation.to_array(),
+            residuals: solution.residuals.clone(),
+            iterations: solution.iterations,
+            reached: solution.reached,
+            stop: solution.stop,
+        }
+    }
+}
+
+impl Problem {
+    /// Reads a problem from JSON text (see [`ProblemFile`]).
+    ///
+    /// # Errors
+    /// As [`ProblemFile::from_json`] and [`ProblemFile::load`].
+    pub fn from_json(text: &str) -> Result<LoadedProblem> {
+        ProblemFile::from_json(text)?.load()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CHAIN: &str = r#"{
+        "format": "sinew.problem/1",
+        "bones": [
+            {"name": "a", "head": [0,0,0], "tail": [0,0,1]},
+            {"name": "b", "parent": "a", "head": [0,0,1], "tail": [0,0,2],
+             "limit": {"swing": {"cone": {"x_pos": 0.5, "x_neg": 0.5, "z_pos": 1.0, "z_neg": 1.0}},
+                       "twist": {"min": -0.1, "max": 0.1}}}
+        ],
+        "goals": [{"bone": "b", "target": [0.5, 0, 1.5], "chain_length": 2}],
+        "settings": {"method": "fabrik", "max_iterations": 50, "tolerance": 0.001}
+    }"#;
+
+    #[test]
+    fn reads_a_chain_with_limits() {
+        let lp = Problem::from_json(CHAIN).unwrap();
+        assert_eq!(lp.problem.rig().len(), 2);
+        assert_eq!(lp.settings.max_iterations, 50);
+        assert!(lp.problem.rig().bone(1).limit.twist.is_some());
+        let f = lp.problem.rig().rest_frames();
+        assert!((f.tails[1] - DVec3::new(0.0, 0.0, 2.0)).length() < 1e-12);
+    }
+
+    #[test]
+    fn bad_files_are_format_errors() {
+        assert!(matches!(Problem::from_json("{"), Err(Error::Format(_))));
+        assert!(matches!(Problem::from_json(&CHAIN.replace("sinew.problem/1", "x/9")), Err(Error::Format(_))));
+        assert!(matches!(Problem::from_json(&CHAIN.replace("\"parent\": \"a\"", "\"parent\": \"zz\"")), Err(Error::Format(_))));
+        assert!(matches!(Problem::from_json(&CHAIN.replace("\"bone\": \"b\"", "\"bone\": \"q\"")), Err(Error::BadGoal { .. })));
+        assert!(matches!(Problem::from_json(&CHAIN.replace("\"x_pos\": 0.5", "\"x_pos\": 9")), Err(Error::LimitOutOfRange { .. })));
+    }
+}

@@ -1,0 +1,262 @@
+//! Shared geometry: swing–twist decomposition, shortest arcs, the quadrant ellipse and rigid fits.
+//!
+//! Everything here is pure math on glam's f64 types; the solvers and the limits call into this
+//! module rather than carrying their own copies.
+
+use glam::{DMat3, DQuat, DVec2, DVec3};
+
+/// Below this length a vector is treated as zero (rig units).
+pub const EPS_LEN: f64 = 1e-12;
+
+/// The shortest rotation taking unit vector `from` to unit vector `to`.
+///
+/// `shortest_arc(from, to) * from ≈ to`. For opposite vectors the half-turn axis is chosen
+/// perpendicular to `from` (deterministically).
+#[must_use]
+#[inline]
+pub fn shortest_arc(from: DVec3, to: DVec3) -> DQuat {
+    let d = from.dot(to);
+    if d < -1.0 + 1e-12 {
+        return DQuat::from_axis_angle(from.any_orthonormal_vector(), std::f64::consts::PI);
+    }
+    // q = (1 + d, from × to) normalised: the half-angle construction, no trigonometry.
+    let c = from.cross(to);
+    let w = 1.0 + d;
+    let n = (w * w + c.length_squared()).sqrt();
+    DQuat::from_xyzw(c.x / n, c.y / n, c.z / n, w / n)
+}
+
+/// Splits `q` into `swing * twist`, where `twist` turns about `axis` (unit) and `swing` turns
+/// `axis` without twisting about it.
+#[must_use]
+#[inline]
+pub fn swing_twist(q: DQuat, axis: DVec3) -> (DQuat, DQuat) {
+    let v = DVec3::new(q.x, q.y, q.z);
+    let p = axis * v.dot(axis);
+    let t = DQuat::from_xyzw(p.x, p.y, p.z, q.w);
+    let len = t.length();
+    let twist = if len < 1e-12 { DQuat::IDENTITY } else { t / len };
+    (q * twist.conjugate(), twist)
+}
+
+/// The signed angle in (-π, π] of a rotation `q` about `axis` (the twist part of `q`).
+#[must_use]
+#[inline]
+pub fn twist_angle(q: DQuat, axis: DVec3) -> f64 {
+    let s = DVec3::new(q.x, q.y, q.z).dot(axis);
+    let a = 2.0 * s.atan2(q.w);
+    wrap_angle(a)
+}
+
+/// Wraps an angle into (-π, π].
+#[must_use]
+#[inline]
+pub fn wrap_angle(a: f64) -> f64 {
+    use std::f64::consts::{PI, TAU};
+    let mut a = a % TAU;
+    if a > PI {
+        a -= TAU;
+    } else if a <= -PI {
+        a += TAU;
+    }
+    a
+}
+
+/// The rotation vector (axis × angle, angle in [0, π]) of `q`: the exponential-map coordinates.
+#[must_use]
+#[inline]
+pub fn rotation_vector(q: DQuat) -> DVec3 {
+    let q = if q.w < 0.0 { -q } else { q };
+    let v = DVec3::new(q.x, q.y, q.z);
+    let s = v.length();
+    if s < 1e-12 {
+        return v * 2.0;
+    }
+    let angle = 2.0 * s.atan2(q.w);
+    v * (angle / s)
+}
+
+/// The rotation with rotation vector `r` (inverse of [`rotation_vector`]).
+#[must_use]
+#[inline]
+pub fn from_rotation_vector(r: DVec3) -> DQuat {
+    let angle = r.length();
+    if angle < 1e-12 {
+        return DQuat::from_xyzw(r.x * 0.5, r.y * 0.5, r.z * 0.5, 1.0).normalize();
+    }
+    DQuat::from_axis_angle(r / angle, angle)
+}
+
+/// The point nearest to `p` on or inside the axis-aligned ellipse with semi-axes `a`, `b` (> 0).
+///
+/// Points inside are returned unchanged. Outside points are projected with Eberly's robust
+/// bisection on the ellipse's normal parameter, so the result is exact to ~1e-12 of the axes
+/// however eccentric the ellipse is.
+#[must_use]
+pub fn clamp_to_ellipse(p: DVec2, a: f64, b: f64) -> DVec2 {
+    let (x, y) = (p.x.abs(), p.y.abs());
+    if (x / a).powi(2) + (y / b).powi(2) <= 1.0 {
+        return p;
+    }
+    let q = nearest_on_ellipse_first_quadrant(x, y, a, b);
+    DVec2::new(q.x.copysign(p.x), q.y.copysign(p.y))
+}
+
+/// Nearest point on the ellipse boundary for a point (x, y) with x, y ≥ 0, outside the ellipse.
+fn nearest_on_ellipse_first_quadrant(x: f64, y: f64, a: f64, b: f64) -> DVec2 {
+    // Solve for t in F(t) = (a x / (t + a²))² + (b y / (t + b²))² - 1 = 0, t ≥ 0 (outside).
+    // The nearest point is (a² x / (t + a²), b² y / (t + b²)). F is decreasing in t.
+    let (a2, b2) = (a * a, b * b);
+    let f = |t: f64| (a * x / (t + a2)).powi(2) + (b * y / (t + b2)).powi(2) - 1.0;
+    let mut lo = 0.0;
+    let mut hi = (a * x).hypot(b * y).max(1e-300);
+    // hi satisfies F(hi) <= 0 because t + a² > a x and t + b² > b y there (up to the sum).
+    while f(hi) > 0.0 {
+        hi *= 2.0;
+    }
+    for _ in 0..80 {
+        let mid = 0.5 * (lo + hi);
+        if f(mid) > 0.0 {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+        if hi - lo <= 1e-15 * hi.max(1e-300) {
+            break;
+        }
+    }
+    let t = 0.5 * (lo + hi);
+    let mut q = DVec2::new(a2 * x / (t + a2), b2 * y / (t + b2));
+    // Guard rounding: never report a point outside.
+    let k = (q.x / a).powi(2) + (q.y / b).powi(2);
+    if k > 1.0 {
+        q /= k.sqrt();
+    }
+    q
+}
+
+/// A weighted correspondence for a rigid fit: `local` (a point in the body's frame) should land
+/// on `target` (a point in the world).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Pull {
+    /// The point in the body's own frame, relative to its origin (the bone's head).
+    pub local: DVec3,
+    /// Where it should go.
+    pub target: DVec3,
+    /// Its weight (> 0).
+    pub weight: f64,
+}
+
+/// Refines `rotation` so that it best turns the vectors `a_i` onto the vectors `b_i`
+/// (weighted least squares, `Σ w_i |R a_i - b_i|²` minimised).
+///
+/// Müller et al., "A Robust Method to Extract the Rotational Part of Deformations" (2016):
+/// warm-started from `rotation`, it converges in a few steps and, where the fit is degenerate
+/// (all vectors collinear), keeps the rotation closest to the start, which is what a tracking
+/// solver wants.
+#[must_use]
+pub fn fit_rotation(rotation: DQuat, pairs: impl Iterator<Item = (DVec3, DVec3, f64)> + Clone) -> DQuat {
+    let mut q = rotation;
+    for _ in 0..40 {
+        // Gradient and Hessian of Σ w b·(R a) under R ← exp(δ) R.
+        let mut g = DVec3::ZERO;
+        let mut den = 0.0;
+        let mut h = DMat3::ZERO;
+        for (a, b, w) in pairs.clone() {
+            let ra = q * a;
+            g += w * ra.cross(b);
+            let d = ra.dot(b);
+            den += w * d;
+            let outer = DMat3::from_cols(ra * b.x, ra * b.y, ra * b.z);
+            h += (DMat3::from_diagonal(DVec3::splat(d)) - (outer + outer.transpose()) * 0.5) * w;
+        }
+        // Newton where the Hessian is positive definite (near the optimum: quadratic
+        // convergence); Müller's step elsewhere and along degenerate directions.
+        let newton = (h.determinant() > 1e-12 * den.abs().max(1e-300).powi(3))
+            .then(|| h.inverse() * g)
+            .filter(|d| d.dot(g) > 0.0 && d.length() < 1.0);
+        let omega = newton.unwrap_or_else(|| g / (den.abs() + 1e-12));
+        let angle = omega.length();
+        if angle < 1e-14 {
+            break;
+        }
+        q = (DQuat::from_axis_angle(omega / angle, angle) * q).normalize();
+    }
+    q
+}
+
+/// The weighted rigid transform (rotation, origin) of a body whose local points `pulls[i].local`
+/// best reach `pulls[i].target`, warm-started from `rotation`.
+///
+/// Returns the new rotation and the new origin of the body's frame. With a single pull the fit
+/// is degenerate; callers use the FABRIK line step instead.
+#[must_use]
+pub fn fit_rigid(rotation: DQuat, pulls: &[Pull]) -> (DQuat, DVec3) {
+    let wsum: f64 = pulls.iter().map(|p| p.weight).sum();
+    let lc = pulls.iter().map(|p| p.local * p.weight).sum::<DVec3>() / wsum;
+    let tc = pulls.iter().map(|p| p.target * p.weight).sum::<DVec3>() / wsum;
+    let q = fit_rotation(rotation, pulls.iter().map(|p| (p.local - lc, p.target - tc, p.weight)));
+    (q, tc - q * lc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::f64::consts::PI;
+
+    #[test]
+    fn shortest_arc_maps_from_to() {
+        let a = DVec3::new(0.3, -0.2, 0.9).normalize();
+        let b = DVec3::new(-0.7, 0.1, 0.2).normalize();
+        assert!((shortest_arc(a, b) * a - b).length() < 1e-12);
+        assert!((shortest_arc(a, -a) * a + a).length() < 1e-12);
+        assert!((shortest_arc(a, a) * a - a).length() < 1e-12);
+    }
+
+    #[test]
+    fn swing_twist_recomposes_and_twist_is_about_axis() {
+        let q = DQuat::from_euler(glam::EulerRot::XYZ, 0.4, -1.1, 0.7);
+        let (s, t) = swing_twist(q, DVec3::Y);
+        assert!((s * t).abs_diff_eq(q, 1e-12) || (s * t).abs_diff_eq(-q, 1e-12));
+        assert!(t.x.abs() < 1e-12 && t.z.abs() < 1e-12);
+        // The swing has no component about Y.
+        assert!(rotation_vector(s).y.abs() < 1e-12);
+    }
+
+    #[test]
+    fn rotation_vector_roundtrip() {
+        for r in [DVec3::new(0.1, 0.2, -0.3), DVec3::new(0.0, 3.0, 0.0), DVec3::ZERO, DVec3::new(2.0, -1.0, 0.5)] {
+            let q = from_rotation_vector(r);
+            assert!((rotation_vector(q) - r).length() < 1e-9, "{r:?}");
+        }
+    }
+
+    #[test]
+    fn ellipse_clamp_is_nearest_and_on_boundary() {
+        let (a, b) = (0.5, 2.0);
+        let p = DVec2::new(3.0, -1.0);
+        let q = clamp_to_ellipse(p, a, b);
+        assert!(((q.x / a).powi(2) + (q.y / b).powi(2) - 1.0).abs() < 1e-9);
+        // Compare with a dense scan of the boundary.
+        let best = (0..200_000)
+            .map(|i| {
+                let t = i as f64 / 200_000.0 * 2.0 * PI;
+                (DVec2::new(a * t.cos(), b * t.sin()) - p).length()
+            })
+            .fold(f64::INFINITY, f64::min);
+        assert!((q - p).length() <= best + 1e-6);
+        let inside = DVec2::new(0.1, 0.1);
+        assert_eq!(clamp_to_ellipse(inside, a, b), inside);
+    }
+
+    #[test]
+    fn rigid_fit_recovers_a_transform() {
+        let r = DQuat::from_euler(glam::EulerRot::YXZ, 0.3, 1.2, -0.4);
+        let t = DVec3::new(1.0, 2.0, 3.0);
+        let locals = [DVec3::new(1.0, 0.0, 0.0), DVec3::new(0.0, 2.0, 0.0), DVec3::new(0.0, 0.5, 1.0)];
+        let pulls: Vec<Pull> = locals.iter().map(|&l| Pull { local: l, target: r * l + t, weight: 1.0 }).collect();
+        let (q, o) = fit_rigid(DQuat::IDENTITY, &pulls);
+        assert!(q.abs_diff_eq(r, 1e-9) || q.abs_diff_eq(-r, 1e-9), "{q:?} vs {r:?}");
+        assert!((o - t).length() < 1e-9);
+    }
+}

@@ -1,0 +1,312 @@
+//! Joint limits in swing–twist form (FABRIK tech report §3.7.2, Alg. 2 and 3).
+//!
+//! A bone's local rotation `q` (relative to its rest frame, as Blender's `matrix_basis`) is split
+//! into `q = swing * twist`: `twist` turns about the bone's own axis (local +Y) and `swing` tilts
+//! that axis. The *rotational* limit of the paper bounds the swing (a [`ConeLimit`] or a
+//! [`HingeLimit`]); the *orientational* limit bounds the twist ([`TwistLimit`]).
+//!
+//! The cone is the paper's irregular cone: four half-angles, one per quadrant, joined by quarter
+//! ellipses. As in Blender's own IK solver, the ellipse lives in the plane of the swing's
+//! rotation vector `(x, z)` (the exponential map) rather than the paper's `S tan θ` plane, so it
+//! stays well defined for half-angles up to 180°.
+
+use glam::{DQuat, DVec2, DVec3};
+
+use crate::error::{Error, Result};
+use crate::geometry::{clamp_to_ellipse, from_rotation_vector, rotation_vector, swing_twist, twist_angle};
+
+/// The irregular cone of Alg. 3: how far the bone may swing about each half of its local X and Z
+/// axes, in radians, each in (0, π].
+///
+/// Swinging about +X tilts the bone (local +Y) toward +Z; about +Z tilts it toward −X. The bound
+/// on a swing whose rotation vector is `(x, 0, z)` is the quarter ellipse of its quadrant:
+/// `(x / x_lim)² + (z / z_lim)² ≤ 1`. Blender's `ik_min_x, ik_max_x, ik_min_z, ik_max_z` map to
+/// `x_neg = -ik_min_x, x_pos = ik_max_x, z_neg = -ik_min_z, z_pos = ik_max_z`
+/// ([`ConeLimit::from_blender`]).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ConeLimit {
+    /// Largest swing about +X (tilt toward +Z).
+    pub x_pos: f64,
+    /// Largest swing about −X (tilt toward −Z).
+    pub x_neg: f64,
+    /// Largest swing about +Z (tilt toward −X).
+    pub z_pos: f64,
+    /// Largest swing about −Z (tilt toward +X).
+    pub z_neg: f64,
+}
+
+impl ConeLimit {
+    /// A cone with the four half-angles given (radians, each in (0, π]).
+    #[must_use]
+    pub const fn new(x_pos: f64, x_neg: f64, z_pos: f64, z_neg: f64) -> Self {
+        Self { x_pos, x_neg, z_pos, z_neg }
+    }
+
+    /// A circular cone of half-angle `angle`.
+    #[must_use]
+    pub const fn circular(angle: f64) -> Self {
+        Self::new(angle, angle, angle, angle)
+    }
+
+    /// The cone Blender's solver builds from a bone's `ik_min_x/ik_max_x/ik_min_z/ik_max_z`
+    /// (radians; mins ≤ 0 ≤ maxes).
+    #[must_use]
+    pub fn from_blender(min_x: f64, max_x: f64, min_z: f64, max_z: f64) -> Self {
+        Self::new(max_x, -min_x, max_z, -min_z)
+    }
+
+    /// Clamps a swing rotation (no component about Y) into the cone.
+    #[must_use]
+    pub fn clamp_swing(&self, swing: DQuat) -> DQuat {
+        let r = rotation_vector(swing);
+        let p = DVec2::new(r.x, r.z);
+        let a = if p.x >= 0.0 { self.x_pos } else { self.x_neg };
+        let b = if p.y >= 0.0 { self.z_pos } else { self.z_neg };
+        let c = clamp_to_ellipse(p, a, b);
+        if c == p {
+            swing
+        } else {
+            from_rotation_vector(DVec3::new(c.x, 0.0, c.y))
+        }
+    }
+
+    fn validate(&self, bone: &str) -> Result<()> {
+        for (what, v) in [("x_pos", self.x_pos), ("x_neg", self.x_neg), ("z_pos", self.z_pos), ("z_neg", self.z_neg)] {
+            if !(v > 0.0 && v <= std::f64::consts::PI) {
+                return Err(Error::LimitOutOfRange {
+                    bone: bone.to_owned(),
+                    what: format!("cone {what}"),
+                    value: v,
+                    range: "(0, π]".into(),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Twist bounds about the bone's own axis (Alg. 2), radians, `-π ≤ min ≤ max ≤ π`.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TwistLimit {
+    /// Smallest twist.
+    pub min: f64,
+    /// Largest twist.
+    pub max: f64,
+}
+
+/// A one-axis joint: the local rotation turns about `axis` only, by an angle in `[min, max]`.
+///
+/// `axis` is a unit vector in the bone's rest frame (an elbow or knee is usually local X). The
+/// hinge also decides the bend direction when targets leave it open.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct HingeLimit {
+    /// The hinge axis in the bone's rest frame (normalised on validation).
+    pub axis: DVec3,
+    /// Smallest angle about the axis, radians, ≥ −π.
+    pub min: f64,
+    /// Largest angle about the axis, radians, ≤ π.
+    pub max: f64,
+}
+
+/// What bounds a bone's swing.
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Swing {
+    /// Any direction.
+    #[default]
+    Free,
+    /// The irregular cone.
+    Cone(ConeLimit),
+    /// One axis only (twist is then fixed at zero).
+    Hinge(HingeLimit),
+}
+
+/// Every limit on one bone.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct JointLimit {
+    /// The rotational (swing) bound.
+    pub swing: Swing,
+    /// The orientational (twist) bound; `None` means free twist. Ignored for hinges.
+    pub twist: Option<TwistLimit>,
+    /// A locked bone keeps the rotation it starts the solve with.
+    pub locked: bool,
+    /// Resistance to motion in [0, 1): 0 is free, near 1 barely moves. Each solver step moves the
+    /// bone `1 - stiffness` of the way toward where it wants to go.
+    pub stiffness: f64,
+}
+
+impl Default for JointLimit {
+    fn default() -> Self {
+        Self { swing: Swing::Free, twist: None, locked: false, stiffness: 0.0 }
+    }
+}
+
+impl JointLimit {
+    /// No limit at all.
+    pub const FREE: Self = Self { swing: Swing::Free, twist: None, locked: false, stiffness: 0.0 };
+
+    /// True when the limit never changes a rotation (free, unlocked, not stiff).
+    #[must_use]
+    pub fn is_free(&self) -> bool {
+        matches!(self.swing, Swing::Free) && self.twist.is_none() && !self.locked && self.stiffness == 0.0
+    }
+
+    /// True when the bone's rotation is bounded (cone, hinge, twist or lock).
+    #[must_use]
+    pub fn constrains_rotation(&self) -> bool {
+        !matches!(self.swing, Swing::Free) || self.twist.is_some() || self.locked
+    }
+
+    /// The allowed local rotation nearest to `local` (swing clamped, then twist clamped).
+    ///
+    /// A locked bone is not handled here (it keeps its start rotation, which the solver knows).
+    #[must_use]
+    pub fn clamp(&self, local: DQuat) -> DQuat {
+        match self.swing {
+            Swing::Hinge(h) => {
+                let angle = twist_angle(local, h.axis).clamp(h.min, h.max);
+                DQuat::from_axis_angle(h.axis, angle)
+            }
+            Swing::Free if self.twist.is_none() => local,
+            _ => {
+                let (mut swing, mut twist) = swing_twist(local, DVec3::Y);
+                if let Swing::Cone(c) = self.swing {
+                    swing = c.clamp_swing(swing);
+                }
+                if let Some(t) = self.twist {
+                    let a = twist_angle(twist, DVec3::Y);
+                    let ac = a.clamp(t.min, t.max);
+                    if ac != a {
+                        twist = DQuat::from_rotation_y(ac);
+                    }
+                }
+                (swing * twist).normalize()
+            }
+        }
+    }
+
+    /// How far `local` is outside the limit, as the angle between it and [`Self::clamp`] of it
+    /// (0 inside). Tests use it to assert that no solution violates a limit.
+    #[must_use]
+    pub fn violation(&self, local: DQuat) -> f64 {
+        self.clamp(local).angle_between(local)
+    }
+
+    /// The direction the bone leans toward when its limit leaves room to bend only one way:
+    /// the middle of a hinge's range, or the swing to the centre of a lopsided cone. `None` when
+    /// the limit has no preferred bend (free, symmetric cone, or a hinge whose range is centred
+    /// on zero).
+    #[must_use]
+    pub fn preferred_bend(&self) -> Option<DQuat> {
+        match self.swing {
+            Swing::Hinge(h) => {
+                let mid = 0.5 * (h.min + h.max);
+                (mid.abs() > 1e-6).then(|| DQuat::from_axis_angle(h.axis, mid))
+            }
+            Swing::Cone(c) => {
+                let cx = 0.5 * (c.x_pos - c.x_neg);
+                let cz = 0.5 * (c.z_pos - c.z_neg);
+                (cx.abs() > 1e-6 || cz.abs() > 1e-6).then(|| from_rotation_vector(DVec3::new(cx, 0.0, cz)))
+            }
+            Swing::Free => None,
+        }
+    }
+
+    /// Checks every value against its range; normalises a hinge axis.
+    ///
+    /// # Errors
+    /// [`Error::LimitOutOfRange`] naming the bone and the value.
+    pub fn validated(mut self, bone: &str) -> Result<Self> {
+        let out = |what: &str, value: f64, range: &str| Error::LimitOutOfRange {
+            bone: bone.to_owned(),
+            what: what.to_owned(),
+            value,
+            range: range.to_owned(),
+        };
+        use std::f64::consts::PI;
+        match &mut self.swing {
+            Swing::Free => {}
+            Swing::Cone(c) => c.validate(bone)?,
+            Swing::Hinge(h) => {
+                let len = h.axis.length();
+                if !len.is_finite() || len < 1e-9 {
+                    return Err(out("hinge axis length", len, "a non-zero finite vector"));
+                }
+                h.axis /= len;
+                if !(h.min >= -PI && h.min <= PI) {
+                    return Err(out("hinge min", h.min, "[-π, π]"));
+                }
+                if !(h.max >= h.min && h.max <= PI) {
+                    return Err(out("hinge max", h.max, "[min, π]"));
+                }
+            }
+        }
+        if let Some(t) = self.twist {
+            if !(t.min >= -PI && t.min <= PI) {
+                return Err(out("twist min", t.min, "[-π, π]"));
+            }
+            if !(t.max >= t.min && t.max <= PI) {
+                return Err(out("twist max", t.max, "[min, π]"));
+            }
+        }
+        if !(self.stiffness >= 0.0 && self.stiffness < 1.0) {
+            return Err(out("stiffness", self.stiffness, "[0, 1)"));
+        }
+        Ok(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::f64::consts::{FRAC_PI_2, FRAC_PI_4, FRAC_PI_6};
+
+    #[test]
+    fn cone_keeps_inside_and_clamps_outside_per_quadrant() {
+        let lim = JointLimit { swing: Swing::Cone(ConeLimit::new(FRAC_PI_2, FRAC_PI_6, FRAC_PI_4, FRAC_PI_4)), ..JointLimit::FREE };
+        let inside = DQuat::from_rotation_x(0.5);
+        assert!(lim.clamp(inside).abs_diff_eq(inside, 1e-12));
+        let outside = DQuat::from_rotation_x(-1.0); // beyond x_neg = 30°
+        let c = lim.clamp(outside);
+        assert!((rotation_vector(c).x + FRAC_PI_6).abs() < 1e-9, "{:?}", rotation_vector(c));
+        assert!(lim.violation(c) < 1e-12);
+        assert!(lim.violation(outside) > 0.4);
+    }
+
+    #[test]
+    fn twist_is_clamped_and_swing_kept() {
+        let lim = JointLimit { twist: Some(TwistLimit { min: -0.2, max: 0.3 }), ..JointLimit::FREE };
+        let q = DQuat::from_rotation_x(0.4) * DQuat::from_rotation_y(1.0);
+        let c = lim.clamp(q);
+        let (s, t) = swing_twist(c, DVec3::Y);
+        assert!((twist_angle(t, DVec3::Y) - 0.3).abs() < 1e-12);
+        assert!(s.abs_diff_eq(DQuat::from_rotation_x(0.4), 1e-12));
+    }
+
+    #[test]
+    fn hinge_projects_onto_axis_and_prefers_mid_range() {
+        let lim = JointLimit {
+            swing: Swing::Hinge(HingeLimit { axis: DVec3::X, min: 0.0, max: 2.6 }),
+            ..JointLimit::FREE
+        };
+        let c = lim.clamp(DQuat::from_rotation_x(-0.5) * DQuat::from_rotation_z(0.3));
+        assert!(c.abs_diff_eq(DQuat::IDENTITY, 1e-12));
+        assert!(lim.preferred_bend().unwrap().abs_diff_eq(DQuat::from_rotation_x(1.3), 1e-12));
+    }
+
+    #[test]
+    fn bad_values_are_rejected() {
+        let bad = [
+            JointLimit { swing: Swing::Cone(ConeLimit::new(0.0, 1.0, 1.0, 1.0)), ..JointLimit::FREE },
+            JointLimit { swing: Swing::Cone(ConeLimit::new(4.0, 1.0, 1.0, 1.0)), ..JointLimit::FREE },
+            JointLimit { swing: Swing::Cone(ConeLimit::new(f64::NAN, 1.0, 1.0, 1.0)), ..JointLimit::FREE },
+            JointLimit { twist: Some(TwistLimit { min: 0.5, max: 0.1 }), ..JointLimit::FREE },
+            JointLimit { stiffness: 1.0, ..JointLimit::FREE },
+            JointLimit { swing: Swing::Hinge(HingeLimit { axis: DVec3::ZERO, min: 0.0, max: 1.0 }), ..JointLimit::FREE },
+        ];
+        for b in bad {
+            assert!(matches!(b.validated("b"), Err(Error::LimitOutOfRange { .. })), "{b:?}");
+        }
+    }
+}

@@ -1,0 +1,303 @@
+//! A problem binds a rig to its goals, validates them and derives the chain structure: which
+//! bones each goal moves and where chains meet (the sub-bases of FABRIK §3.7.1, found by the
+//! "pre-analysis of the body" of its footnote 2).
+
+use glam::{DQuat, DVec3};
+
+use crate::error::{Error, Result, check_finite};
+use crate::goal::Goal;
+use crate::pose::Pose;
+use crate::rig::Rig;
+
+/// Whether the rig's root bone may translate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RootMode {
+    /// The root's head stays where the start pose puts it (default).
+    #[default]
+    Pinned,
+    /// The root may translate (when some goal's chain reaches it).
+    Free,
+}
+
+/// The derived chain structure of a problem.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Topology {
+    /// Per goal: the bones it moves, effector first, then up the chain.
+    pub moved: Vec<Vec<usize>>,
+    /// Bones where two or more goal chains meet, or where a goal's effector is also on another
+    /// goal's chain, ascending.
+    pub sub_bases: Vec<usize>,
+    /// Every bone some goal moves, ascending (parent before child).
+    pub active: Vec<usize>,
+    /// Per bone: the active children whose position pulls on it, with the summed weight of the
+    /// goals pulling through that child.
+    pub(crate) pulls: Vec<Vec<(usize, f64)>>,
+    /// Per bone: indices of goals whose effector it is.
+    pub(crate) effector_goals: Vec<Vec<usize>>,
+}
+
+impl Topology {
+    fn derive(rig: &Rig, goals: &[Goal]) -> Self {
+        let n = rig.len();
+        let mut t = Topology {
+            moved: Vec::with_capacity(goals.len()),
+            pulls: vec![Vec::new(); n],
+            effector_goals: vec![Vec::new(); n],
+            ..Default::default()
+        };
+        let mut is_active = vec![false; n];
+        for (gi, g) in goals.iter().enumerate() {
+            t.effector_goals[g.bone].push(gi);
+            let mut chain = vec![g.bone];
+            let mut b = g.bone;
+            while g.chain_length == 0 || chain.len() < g.chain_length {
+                match rig.bone(b).parent {
+                    Some(p) => {
+                        chain.push(p);
+                        b = p;
+                    }
+                    None => break,
+                }
+            }
+            for w in chain.windows(2) {
+                let (child, parent) = (w[0], w[1]);
+                match t.pulls[parent].iter_mut().find(|(c, _)| *c == child) {
+                    Some(entry) => entry.1 += g.weight,
+                    None => t.pulls[parent].push((child, g.weight)),
+                }
+            }
+            for &c in &chain {
+                is_active[c] = true;
+            }
+            t.moved.push(chain);
+        }
+        t.active = (0..n).filter(|&i| is_active[i]).collect();
+        t.sub_bases = (0..n)
+            .filter(|&i| t.pulls[i].len() + usize::from(!t.effector_goals[i].is_empty()) >= 2)
+            .collect();
+        t
+    }
+}
+
+/// A rig, its goals and the root mode, validated and analysed.
+///
+/// Targets can be moved cheaply between solves ([`Problem::set_target`]); the topology is derived
+/// once.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Problem {
+    rig: Rig,
+    goals: Vec<Goal>,
+    root: RootMode,
+    topology: Topology,
+}
+
+impl Problem {
+    /// Validates `goals` against `rig` and derives the topology.
+    ///
+    /// # Errors
+    /// [`Error::BadGoal`] for an unknown effector, a non-finite target, orientation or pole, or
+    /// a weight that is not positive.
+    pub fn new(rig: Rig, goals: Vec<Goal>, root: RootMode) -> Result<Self> {
+        for (i, g) in goals.iter().enumerate() {
+            validate_goal(&rig, i, g)?;
+        }
+        let goals: Vec<Goal> = goals
+            .into_iter()
+            .map(|mut g| {
+                g.orientation = g.orientation.map(DQuat::normalize);
+                g
+            })
+            .collect();
+        let topology = Topology::derive(&rig, &goals);
+        Ok(Self { rig, goals, root, topology })
+    }
+
+    /// The rig.
+    #[must_use]
+    pub fn rig(&self) -> &Rig {
+        &self.rig
+    }
+
+    /// The goals, in the order given.
+    #[must_use]
+    pub fn goals(&self) -> &[Goal] {
+        &self.goals
+    }
+
+    /// The root mode.
+    #[must_use]
+    pub fn root(&self) -> RootMode {
+        self.root
+    }
+
+    /// The derived chain structure.
+    #[must_use]
+    pub fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
+    /// Moves goal `i`'s target.
+    ///
+    /// # Errors
+    /// [`Error::BadGoal`] for an index out of range or a non-finite target (nothing changes).
+    pub fn set_target(&mut self, i: usize, target: DVec3) -> Result<()> {
+        let g = self.goal_mut(i)?;
+        check_finite(&target.to_array(), || "target".into()).map_err(|e| Error::BadGoal { goal: i, reason: e.to_string() })?;
+        g.target = target;
+        Ok(())
+    }
+
+    /// Sets or clears goal `i`'s target orientation.
+    ///
+    /// # Errors
+    /// [`Error::BadGoal`] for an index out of range or a non-finite or zero quaternion.
+    pub fn set_orientation(&mut self, i: usize, q: Option<DQuat>) -> Result<()> {
+        if let Some(q) = q {
+            check_quat(q).map_err(|reason| Error::BadGoal { goal: i, reason })?;
+        }
+        self.goal_mut(i)?.orientation = q.map(DQuat::normalize);
+        Ok(())
+    }
+
+    /// Moves goal `i`'s pole target (no-op error if the goal has no pole).
+    ///
+    /// # Errors
+    /// [`Error::BadGoal`] for an index out of range, a goal without pole or a non-finite point.
+    pub fn set_pole_target(&mut self, i: usize, target: DVec3) -> Result<()> {
+        check_finite(&target.to_array(), || "pole target".into()).map_err(|e| Error::BadGoal { goal: i, reason: e.to_string() })?;
+        match &mut self.goal_mut(i)?.pole {
+            Some(p) => {
+                p.target = target;
+                Ok(())
+            }
+            None => Err(Error::BadGoal { goal: i, reason: "has no pole".into() }),
+        }
+    }
+
+    fn goal_mut(&mut self, i: usize) -> Result<&mut Goal> {
+        let n = self.goals.len();
+        self.goals.get_mut(i).ok_or_else(|| Error::BadGoal { goal: i, reason: format!("no such goal ({n} goals)") })
+    }
+
+    /// Checks that `pose` fits the rig: one finite, non-zero quaternion per bone and a finite
+    /// root translation; returns it with unit quaternions.
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] or [`Error::NonFinite`].
+    pub fn checked_pose(&self, pose: &Pose) -> Result<Pose> {
+        if pose.rotations.len() != self.rig.len() {
+            return Err(Error::ShapeMismatch {
+                what: "pose rotations".into(),
+                expected: self.rig.len(),
+                got: pose.rotations.len(),
+            });
+        }
+        check_finite(&pose.root_translation.to_array(), || "root translation".into())?;
+        let mut out = pose.clone();
+        for (i, q) in out.rotations.iter_mut().enumerate() {
+            check_quat(*q).map_err(|r| Error::NonFinite { what: format!("rotation of bone \"{}\" ({r})", self.rig.bone(i).name) })?;
+            *q = q.normalize();
+        }
+        Ok(out)
+    }
+}
+
+fn check_quat(q: DQuat) -> Result<(), String> {
+    if !q.is_finite() {
+        return Err("quaternion is not finite".into());
+    }
+    if q.length() < 1e-9 {
+        return Err("quaternion has zero length".into());
+    }
+    Ok(())
+}
+
+fn validate_goal(rig: &Rig, i: usize, g: &Goal) -> Result<()> {
+    let bad = |reason: String| Error::BadGoal { goal: i, reason };
+    if g.bone >= rig.len() {
+        return Err(bad(format!("effector bone index {} is out of range (rig has {} bones)", g.bone, rig.len())));
+    }
+    if !g.target.is_finite() {
+        return Err(bad("target is not finite".into()));
+    }
+    if let Some(q) = g.orientation {
+        check_quat(q).map_err(|r| bad(format!("orientation: {r}")))?;
+    }
+    if !(g.weight.is_finite() && g.weight > 0.0) {
+        return Err(bad(format!("weight {} must be positive", g.weight)));
+    }
+    if let Some(p) = g.pole {
+        if !p.target.is_finite() || !p.angle.is_finite() {
+            return Err(bad("pole target or angle is not finite".into()));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limits::JointLimit;
+    use crate::rig::Bone;
+
+    /// hips → spine → chest → {neck → head, shoulder.L → arm.L, shoulder.R → arm.R}
+    fn torso() -> Rig {
+        let mk = |name: &str, parent: Option<usize>, head: DVec3| Bone {
+            name: name.into(),
+            parent,
+            rest_head: head,
+            rest_rotation: DQuat::IDENTITY,
+            length: 1.0,
+            limit: JointLimit::FREE,
+        };
+        Rig::new(vec![
+            mk("hips", None, DVec3::ZERO),
+            mk("spine", Some(0), DVec3::Y),
+            mk("chest", Some(1), DVec3::Y),
+            mk("neck", Some(2), DVec3::Y),
+            mk("head", Some(3), DVec3::Y),
+            mk("shoulder.L", Some(2), DVec3::new(0.2, 0.8, 0.0)),
+            mk("arm.L", Some(5), DVec3::Y),
+            mk("shoulder.R", Some(2), DVec3::new(-0.2, 0.8, 0.0)),
+            mk("arm.R", Some(7), DVec3::Y),
+        ])
+        .unwrap()
+    }
+
+    #[test]
+    fn sub_bases_are_where_chains_meet() {
+        let rig = torso();
+        let goals = vec![Goal::new(4, DVec3::ZERO), Goal::new(6, DVec3::ZERO), Goal::new(8, DVec3::ZERO)];
+        let p = Problem::new(rig, goals, RootMode::Pinned).unwrap();
+        assert_eq!(p.topology().sub_bases, vec![2]);
+        assert_eq!(p.topology().moved[1], vec![6, 5, 2, 1, 0]);
+        assert_eq!(p.topology().active.len(), 9);
+    }
+
+    #[test]
+    fn chain_length_limits_what_moves() {
+        let goals = vec![Goal::new(6, DVec3::ZERO).with_chain_length(2), Goal::new(8, DVec3::ZERO).with_chain_length(2)];
+        let p = Problem::new(torso(), goals, RootMode::Pinned).unwrap();
+        assert!(p.topology().sub_bases.is_empty());
+        assert_eq!(p.topology().moved[0], vec![6, 5]);
+    }
+
+    #[test]
+    fn bad_goals_are_rejected() {
+        let bad = [
+            Goal::new(99, DVec3::ZERO),
+            Goal::new(1, DVec3::new(f64::NAN, 0.0, 0.0)),
+            Goal::new(1, DVec3::ZERO).with_weight(0.0),
+            Goal::new(1, DVec3::ZERO).with_orientation(DQuat::from_xyzw(0.0, 0.0, 0.0, 0.0)),
+            Goal::new(1, DVec3::ZERO).with_pole(DVec3::INFINITY, 0.0),
+        ];
+        for g in bad {
+            assert!(matches!(Problem::new(torso(), vec![g], RootMode::Pinned), Err(Error::BadGoal { goal: 0, .. })), "{g:?}");
+        }
+        let mut p = Problem::new(torso(), vec![Goal::new(1, DVec3::ZERO)], RootMode::Pinned).unwrap();
+        assert!(p.set_target(0, DVec3::NAN).is_err());
+        assert!(p.set_target(3, DVec3::ZERO).is_err());
+        assert_eq!(p.goals()[0].target, DVec3::ZERO);
+    }
+}

@@ -1,0 +1,370 @@
+//! The rig: bones in parent-before-child order with rest transforms, lengths and limits.
+//!
+//! Conventions are Blender's: a bone's frame has its origin at the bone's head and the bone runs
+//! along local +Y, so its tail is at `(0, length, 0)`. A bone's rest transform is stored relative
+//! to its parent's frame (for a root bone, relative to rig space), which is
+//! `parent.matrix_local⁻¹ · bone.matrix_local` in Blender terms. A child's head need not sit on
+//! its parent's tail (clavicles on a chest, thighs on a pelvis).
+
+use std::collections::HashMap;
+
+use glam::{DMat3, DMat4, DQuat, DVec3};
+
+use crate::error::{Error, Result, check_finite};
+use crate::limits::JointLimit;
+use crate::pose::{Frames, Pose};
+
+/// One bone of a [`Rig`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bone {
+    /// Unique name.
+    pub name: String,
+    /// Index of the parent bone (always smaller than this bone's index), `None` for a root.
+    pub parent: Option<usize>,
+    /// Rest position of the head in the parent's frame (rig space for a root).
+    pub rest_head: DVec3,
+    /// Rest rotation relative to the parent's frame (rig space for a root).
+    pub rest_rotation: DQuat,
+    /// Distance from head to tail (> 0).
+    pub length: f64,
+    /// Joint limits (free by default).
+    pub limit: JointLimit,
+}
+
+/// A skeleton: bones in parent-before-child order.
+///
+/// Bone 0 is the rig's root: its translation is the one a [`Pose`] carries. Other parentless
+/// bones are roots too but stay where the rest pose puts them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rig {
+    bones: Vec<Bone>,
+    children: Vec<Vec<usize>>,
+    by_name: HashMap<String, usize>,
+    rest_frames: Frames,
+}
+
+/// Something that names a bone: its index or its name.
+pub trait BoneRef {
+    /// Resolves to an index of `rig`.
+    ///
+    /// # Errors
+    /// [`Error::UnknownBone`] if there is no such bone.
+    fn resolve(&self, rig: &Rig) -> Result<usize>;
+}
+
+impl BoneRef for usize {
+    fn resolve(&self, rig: &Rig) -> Result<usize> {
+        if *self < rig.len() {
+            Ok(*self)
+        } else {
+            Err(Error::UnknownBone { bone: format!("index {self} (rig has {} bones)", rig.len()) })
+        }
+    }
+}
+
+impl BoneRef for &str {
+    fn resolve(&self, rig: &Rig) -> Result<usize> {
+        rig.find(self).ok_or_else(|| Error::UnknownBone { bone: format!("\"{self}\"") })
+    }
+}
+
+impl BoneRef for String {
+    fn resolve(&self, rig: &Rig) -> Result<usize> {
+        self.as_str().resolve(rig)
+    }
+}
+
+impl Rig {
+    /// Builds a rig from bones already expressed relative to their parents.
+    ///
+    /// # Errors
+    /// [`Error::EmptyRig`], [`Error::BadParent`], [`Error::DuplicateName`],
+    /// [`Error::BadBoneLength`], [`Error::NonFinite`], [`Error::LimitOutOfRange`].
+    pub fn new(bones: Vec<Bone>) -> Result<Self> {
+        if bones.is_empty() {
+            return Err(Error::EmptyRig);
+        }
+        let mut by_name = HashMap::with_capacity(bones.len());
+        let mut children = vec![Vec::new(); bones.len()];
+        let mut checked = Vec::with_capacity(bones.len());
+        for (i, mut b) in bones.into_iter().enumerate() {
+            if by_name.insert(b.name.clone(), i).is_some() {
+                return Err(Error::DuplicateName { name: b.name });
+            }
+            if let Some(p) = b.parent {
+                if p >= i {
+                    return Err(Error::BadParent { bone: b.name, index: i, parent: p as i64 });
+                }
+                children[p].push(i);
+            }
+            if !(b.length.is_finite() && b.length > 0.0) {
+                return Err(Error::BadBoneLength { bone: b.name, length: b.length });
+            }
+            let r = b.rest_rotation;
+            check_finite(&[b.rest_head.x, b.rest_head.y, b.rest_head.z, r.x, r.y, r.z, r.w], || {
+                format!("rest transform of bone \"{}\"", b.name)
+            })?;
+            let n = r.length();
+            if (n - 1.0).abs() > 1e-3 {
+                return Err(Error::NotRigid { bone: b.name, deviation: (n - 1.0).abs() });
+            }
+            b.rest_rotation = r / n;
+            b.limit = b.limit.validated(&b.name)?;
+            checked.push(b);
+        }
+        let mut rig = Self { bones: checked, children, by_name, rest_frames: Frames::default() };
+        rig.rest_frames = rig.forward(&Pose::rest(rig.len()));
+        Ok(rig)
+    }
+
+    /// Builds a rig from armature-space rest matrices, as Blender's `bone.matrix_local`.
+    ///
+    /// `parents[i]` is the parent's index (`None` or a negative number for a root in the C and
+    /// Python adapters). Matrices must be rigid (rotation and translation only).
+    ///
+    /// # Errors
+    /// As [`Rig::new`], plus [`Error::ShapeMismatch`] and [`Error::NotRigid`].
+    pub fn from_matrices(names: &[String], parents: &[Option<usize>], rest: &[DMat4], lengths: &[f64]) -> Result<Self> {
+        let n = names.len();
+        for (what, got) in [("parents", parents.len()), ("rest matrices", rest.len()), ("lengths", lengths.len())] {
+            if got != n {
+                return Err(Error::ShapeMismatch { what: format!("number of {what}"), expected: n, got });
+            }
+        }
+        let mut world = Vec::with_capacity(n);
+        for (i, m) in rest.iter().enumerate() {
+            check_finite(&m.to_cols_array(), || format!("rest matrix of bone \"{}\"", names[i]))?;
+            world.push(rigid_from_matrix(m, &names[i])?);
+        }
+        let mut bones = Vec::with_capacity(n);
+        for i in 0..n {
+            let (rot, head) = world[i];
+            let (rest_rotation, rest_head) = match parents[i] {
+                Some(p) if p < i => {
+                    let (prot, phead) = world[p];
+                    (prot.conjugate() * rot, prot.conjugate() * (head - phead))
+                }
+                Some(p) => return Err(Error::BadParent { bone: names[i].clone(), index: i, parent: p as i64 }),
+                None => (rot, head),
+            };
+            bones.push(Bone {
+                name: names[i].clone(),
+                parent: parents[i],
+                rest_head,
+                rest_rotation,
+                length: lengths[i],
+                limit: JointLimit::FREE,
+            });
+        }
+        Self::new(bones)
+    }
+
+    /// Number of bones.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.bones.len()
+    }
+
+    /// Always false: a rig has at least one bone.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.bones.is_empty()
+    }
+
+    /// The bones, parent before child.
+    #[must_use]
+    pub fn bones(&self) -> &[Bone] {
+        &self.bones
+    }
+
+    /// Bone `i`. Panics if out of range; use [`BoneRef::resolve`] for unchecked input.
+    #[must_use]
+    pub fn bone(&self, i: usize) -> &Bone {
+        &self.bones[i]
+    }
+
+    /// The index of the bone called `name`.
+    #[must_use]
+    pub fn find(&self, name: &str) -> Option<usize> {
+        self.by_name.get(name).copied()
+    }
+
+    /// The children of bone `i`, in index order.
+    #[must_use]
+    pub fn children(&self, i: usize) -> &[usize] {
+        &self.children[i]
+    }
+
+    /// Sets the limits of one bone.
+    ///
+    /// # Errors
+    /// [`Error::UnknownBone`] or [`Error::LimitOutOfRange`]; the rig is unchanged on error.
+    pub fn set_limit(&mut self, bone: impl BoneRef, limit: JointLimit) -> Result<()> {
+        let i = bone.resolve(self)?;
+        self.bones[i].limit = limit.validated(&self.bones[i].name)?;
+        Ok(())
+    }
+
+    /// The rest pose's world frames (rig space).
+    #[must_use]
+    pub fn rest_frames(&self) -> &Frames {
+        &self.rest_frames
+    }
+
+    /// Forward kinematics: the rig-space frame of every bone for `pose`.
+    ///
+    /// Bone `i`'s rotation is `parent_rotation · rest_rotation · pose.rotations[i]` and its head is
+    /// `parent_head + parent_rotation · rest_head` (for bone 0, `rest_head + rest_rotation ·
+    /// pose.root_translation`), exactly as Blender evaluates `matrix_basis` with default
+    /// inheritance.
+    #[must_use]
+    pub fn forward(&self, pose: &Pose) -> Frames {
+        let mut f = Frames::with_len(self.len());
+        self.forward_into(pose, &mut f);
+        f
+    }
+
+    /// [`Rig::forward`] into existing storage (no allocation once sized).
+    pub fn forward_into(&self, pose: &Pose, out: &mut Frames) {
+        out.resize(self.len());
+        for (i, b) in self.bones.iter().enumerate() {
+            let local = pose.rotations.get(i).copied().unwrap_or(DQuat::IDENTITY);
+            let (rot, head) = match b.parent {
+                Some(p) => {
+                    let pr = out.rotations[p];
+                    (pr * b.rest_rotation * local, out.heads[p] + pr * b.rest_head)
+                }
+                None if i == 0 => (b.rest_rotation * local, b.rest_head + b.rest_rotation * pose.root_translation),
+                None => (b.rest_rotation * local, b.rest_head),
+            };
+            out.rotations[i] = rot.normalize();
+            out.heads[i] = head;
+            out.tails[i] = head + rot * DVec3::new(0.0, b.length, 0.0);
+        }
+    }
+
+    /// The local rotation of bone `i` that gives it world rotation `world`, given its parent's
+    /// world rotation (ignored for roots).
+    #[must_use]
+    #[inline]
+    pub fn local_from_world(&self, i: usize, parent_world: DQuat, world: DQuat) -> DQuat {
+        let b = &self.bones[i];
+        let base = match b.parent {
+            Some(_) => parent_world * b.rest_rotation,
+            None => b.rest_rotation,
+        };
+        (base.conjugate() * world).normalize()
+    }
+
+    /// Total length of the bones from `bone` up to and including `top` (an ancestor), following
+    /// head-to-head distances where children are offset.
+    #[must_use]
+    pub fn reach(&self, bone: usize, top: usize) -> f64 {
+        let mut total = self.bones[bone].length;
+        let mut i = bone;
+        while i != top {
+            let b = &self.bones[i];
+            match b.parent {
+                Some(p) => {
+                    total += b.rest_head.length();
+                    i = p;
+                }
+                None => break,
+            }
+        }
+        total
+    }
+}
+
+/// Splits a rest matrix into rotation and translation, rejecting scale and shear.
+fn rigid_from_matrix(m: &DMat4, name: &str) -> Result<(DQuat, DVec3)> {
+    let r = DMat3::from_mat4(*m);
+    let dev = (r.transpose() * r - DMat3::IDENTITY).to_cols_array().iter().fold(0.0f64, |a, v| a.max(v.abs()));
+    let bottom = [m.x_axis.w, m.y_axis.w, m.z_axis.w, m.w_axis.w - 1.0].iter().fold(0.0f64, |a, v| a.max(v.abs()));
+    if dev > 1e-3 || bottom > 1e-6 || r.determinant() < 0.0 {
+        return Err(Error::NotRigid { bone: name.to_owned(), deviation: dev.max(bottom) });
+    }
+    Ok((DQuat::from_mat3(&r).normalize(), m.w_axis.truncate()))
+}
+
+/// Blender's bone orientation from head, tail and roll: the shortest arc from +Y to the bone's
+/// direction, then `roll` about the bone's own axis (`vec_roll_to_mat3`, away from −Y).
+#[must_use]
+pub fn rotation_from_head_tail(head: DVec3, tail: DVec3, roll: f64) -> DQuat {
+    let dir = (tail - head).normalize_or(DVec3::Y);
+    crate::geometry::shortest_arc(DVec3::Y, dir) * DQuat::from_rotation_y(roll)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chain(n: usize) -> Rig {
+        let bones = (0..n)
+            .map(|i| Bone {
+                name: format!("b{i}"),
+                parent: i.checked_sub(1),
+                rest_head: if i == 0 { DVec3::ZERO } else { DVec3::new(0.0, 1.0, 0.0) },
+                rest_rotation: DQuat::IDENTITY,
+                length: 1.0,
+                limit: JointLimit::FREE,
+            })
+            .collect();
+        Rig::new(bones).unwrap()
+    }
+
+    #[test]
+    fn rest_fk_of_a_chain() {
+        let rig = chain(3);
+        let f = rig.rest_frames();
+        assert!((f.tails[2] - DVec3::new(0.0, 3.0, 0.0)).length() < 1e-12);
+    }
+
+    #[test]
+    fn matrices_roundtrip_through_relative_form() {
+        let names: Vec<String> = ["hips", "spine", "thigh"].iter().map(|s| s.to_string()).collect();
+        let rot = |h: DVec3, t: DVec3, roll: f64| rotation_from_head_tail(h, t, roll);
+        let heads = [DVec3::new(0.0, 0.0, 1.0), DVec3::new(0.0, 0.0, 1.2), DVec3::new(0.1, 0.0, 1.0)];
+        let tails = [DVec3::new(0.0, 0.0, 1.2), DVec3::new(0.0, 0.05, 1.6), DVec3::new(0.12, 0.0, 0.55)];
+        let mats: Vec<DMat4> = (0..3)
+            .map(|i| DMat4::from_rotation_translation(rot(heads[i], tails[i], 0.3 * i as f64), heads[i]))
+            .collect();
+        let lengths: Vec<f64> = (0..3).map(|i| (tails[i] - heads[i]).length()).collect();
+        let rig = Rig::from_matrices(&names, &[None, Some(0), Some(0)], &mats, &lengths).unwrap();
+        let f = rig.rest_frames();
+        for i in 0..3 {
+            assert!((f.heads[i] - heads[i]).length() < 1e-12);
+            assert!((f.tails[i] - tails[i]).length() < 1e-12, "{i}");
+        }
+    }
+
+    #[test]
+    fn bad_rigs_are_typed_errors() {
+        let b = |name: &str, parent, length| Bone {
+            name: name.into(),
+            parent,
+            rest_head: DVec3::ZERO,
+            rest_rotation: DQuat::IDENTITY,
+            length,
+            limit: JointLimit::FREE,
+        };
+        assert_eq!(Rig::new(vec![]), Err(Error::EmptyRig));
+        assert!(matches!(Rig::new(vec![b("a", None, 0.0)]), Err(Error::BadBoneLength { .. })));
+        assert!(matches!(Rig::new(vec![b("a", None, -1.0)]), Err(Error::BadBoneLength { .. })));
+        assert!(matches!(Rig::new(vec![b("a", Some(0), 1.0)]), Err(Error::BadParent { .. })));
+        assert!(matches!(Rig::new(vec![b("a", None, 1.0), b("b", Some(5), 1.0)]), Err(Error::BadParent { .. })));
+        assert!(matches!(Rig::new(vec![b("a", None, 1.0), b("a", Some(0), 1.0)]), Err(Error::DuplicateName { .. })));
+        let mut nan = b("a", None, 1.0);
+        nan.rest_head.x = f64::NAN;
+        assert!(matches!(Rig::new(vec![nan]), Err(Error::NonFinite { .. })));
+        let scaled = DMat4::from_scale(DVec3::splat(2.0));
+        assert!(matches!(
+            Rig::from_matrices(&["a".into()], &[None], &[scaled], &[1.0]),
+            Err(Error::NotRigid { .. })
+        ));
+        assert!(matches!(
+            Rig::from_matrices(&["a".into()], &[None], &[DMat4::IDENTITY], &[]),
+            Err(Error::ShapeMismatch { .. })
+        ));
+    }
+}

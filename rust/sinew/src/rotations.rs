@@ -1,0 +1,78 @@
+//! From solved positions to keyable rotations.
+//!
+//! FABRIK moves points (§3.7). A DCC keys rotations. The conversion turns each bone by the
+//! *smallest* rotation from its previous direction to its new one, so twist the solve did not ask
+//! for is kept and nothing flips between frames; then local rotations are read off relative to
+//! each parent's solved frame.
+
+use glam::{DQuat, DVec3};
+
+use crate::geometry::{EPS_LEN, shortest_arc};
+use crate::pose::Frames;
+use crate::rig::Rig;
+
+/// `rotation` turned by the smallest rotation that takes the bone-local unit direction
+/// `local_dir` (as seen through `rotation`) onto the unit world direction `new_dir`.
+#[must_use]
+#[inline]
+pub fn turn_toward(rotation: DQuat, local_dir: DVec3, new_dir: DVec3) -> DQuat {
+    (shortest_arc(rotation * local_dir, new_dir) * rotation).normalize()
+}
+
+/// Re-aims the bones of a serial chain at solved joint positions.
+///
+/// `chain` lists bones from the top of the chain down (each the parent of the next, connected
+/// head-to-tail); `joints[k]` is bone `chain[k]`'s new head and `joints[k + 1]` its new tail.
+/// Each bone's world rotation in `frames` is turned by the shortest arc from its old direction to
+/// the new one, and heads and tails are set to the joints.
+pub fn aim_chain(rig: &Rig, chain: &[usize], joints: &[DVec3], frames: &mut Frames) {
+    for (k, &b) in chain.iter().enumerate() {
+        let d = joints[k + 1] - joints[k];
+        let len = d.length();
+        if len > EPS_LEN {
+            frames.rotations[b] = turn_toward(frames.rotations[b], DVec3::Y, d / len);
+        }
+        frames.heads[b] = joints[k];
+        frames.tails[b] = joints[k] + frames.rotations[b] * DVec3::new(0.0, rig.bone(b).length, 0.0);
+    }
+}
+
+/// Local rotations (relative to rest, as [`crate::Pose::rotations`]) of every bone in `frames`.
+pub fn local_rotations(rig: &Rig, frames: &Frames, out: &mut [DQuat]) {
+    for (i, b) in rig.bones().iter().enumerate() {
+        let parent = b.parent.map_or(DQuat::IDENTITY, |p| frames.rotations[p]);
+        out[i] = rig.local_from_world(i, parent, frames.rotations[i]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limits::JointLimit;
+    use crate::pose::Pose;
+    use crate::rig::Bone;
+
+    #[test]
+    fn aiming_a_chain_reproduces_its_joints_by_fk() {
+        let bones = (0..3usize)
+            .map(|i| Bone {
+                name: format!("b{i}"),
+                parent: i.checked_sub(1),
+                rest_head: if i == 0 { DVec3::ZERO } else { DVec3::Y },
+                rest_rotation: DQuat::IDENTITY,
+                length: 1.0,
+                limit: JointLimit::FREE,
+            })
+            .collect();
+        let rig = Rig::new(bones).unwrap();
+        let mut f = rig.rest_frames().clone();
+        let joints = [DVec3::ZERO, DVec3::new(1.0, 0.0, 0.0), DVec3::new(1.0, 0.0, 1.0), DVec3::new(1.0, 1.0, 1.0)];
+        aim_chain(&rig, &[0, 1, 2], &joints, &mut f);
+        let mut pose = Pose::rest(3);
+        local_rotations(&rig, &f, &mut pose.rotations);
+        let fk = rig.forward(&pose);
+        for k in 0..3 {
+            assert!((fk.tails[k] - joints[k + 1]).length() < 1e-12);
+        }
+    }
+}

@@ -1,0 +1,248 @@
+//! The solver interface every method implements, its settings and its result.
+//!
+//! FABRIK ([`Fabrik`]) is the first method; CCD, triangulation, the Jacobian family and Jack-style
+//! nonlinear programming come behind the same [`Solver`] trait, on the same [`Problem`] and
+//! [`Solution`].
+
+mod fabrik;
+
+pub use fabrik::Fabrik;
+
+use glam::{DQuat, DVec3};
+
+use crate::error::{Error, Result};
+use crate::pose::Pose;
+use crate::problem::Problem;
+
+/// Settings shared by every solver.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct SolveSettings {
+    /// Iteration cap (≥ 1).
+    pub max_iterations: u32,
+    /// A goal is reached when its effector is within this distance of its target (rig units, > 0).
+    pub tolerance: f64,
+    /// Stop when no effector moves more than this between two iterations (rig units, ≥ 0): the
+    /// paper's termination rule for targets that limits or reach make unattainable.
+    pub stall_tolerance: f64,
+}
+
+impl Default for SolveSettings {
+    fn default() -> Self {
+        Self { max_iterations: 100, tolerance: 1e-4, stall_tolerance: 1e-7 }
+    }
+}
+
+impl SolveSettings {
+    /// Checks the ranges.
+    ///
+    /// # Errors
+    /// [`Error::BadSetting`].
+    pub fn validated(self) -> Result<Self> {
+        let bad = |what: &str, value: f64, reason: &str| Error::BadSetting {
+            what: what.into(),
+            value,
+            reason: reason.into(),
+        };
+        if self.max_iterations == 0 {
+            return Err(bad("max_iterations", 0.0, "must be at least 1"));
+        }
+        if !(self.tolerance.is_finite() && self.tolerance > 0.0) {
+            return Err(bad("tolerance", self.tolerance, "must be positive and finite"));
+        }
+        if !(self.stall_tolerance.is_finite() && self.stall_tolerance >= 0.0) {
+            return Err(bad("stall_tolerance", self.stall_tolerance, "must be non-negative and finite"));
+        }
+        Ok(self)
+    }
+}
+
+/// Why a solve stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// Every goal is within tolerance.
+    Converged,
+    /// The effectors stopped moving (targets out of reach or blocked by limits).
+    Stalled,
+    /// The single chain's target is out of reach: it was straightened toward it in one pass.
+    OutOfReach,
+    /// The iteration cap was hit.
+    IterationLimit,
+}
+
+/// The result of one solve.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Solution {
+    /// The solved pose: local rotations per bone (keyable as they are) and the root translation.
+    pub pose: Pose,
+    /// Iterations used.
+    pub iterations: u32,
+    /// Per goal: distance from its effector to its target after the solve.
+    pub residuals: Vec<f64>,
+    /// Whether every goal is within tolerance.
+    pub reached: bool,
+    /// Why the solver stopped.
+    pub stop: StopReason,
+}
+
+impl Solution {
+    /// The largest per-goal residual (0 without goals).
+    #[must_use]
+    pub fn worst_residual(&self) -> f64 {
+        self.residuals.iter().copied().fold(0.0, f64::max)
+    }
+
+    /// This solution if every goal was reached.
+    ///
+    /// # Errors
+    /// [`Error::NotConverged`] carrying the iterations and worst residual.
+    pub fn ensure_reached(self) -> Result<Self> {
+        if self.reached {
+            Ok(self)
+        } else {
+            Err(Error::NotConverged { iterations: self.iterations, residual: self.worst_residual() })
+        }
+    }
+}
+
+/// An IK method.
+///
+/// A solver owns scratch space sized for the last problem it saw, so solving again (the tracking
+/// case, warm-started from the previous pose) allocates nothing but the returned pose.
+pub trait Solver: std::fmt::Debug + Send {
+    /// The method's name, e.g. `"fabrik"`.
+    fn name(&self) -> &'static str;
+
+    /// The settings in use.
+    fn settings(&self) -> &SolveSettings;
+
+    /// Solves `problem` starting from `start`.
+    ///
+    /// The returned pose never violates a joint limit, and forward kinematics of it preserves
+    /// every bone length and rest offset by construction.
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] or [`Error::NonFinite`] for a start pose that does not fit the rig.
+    fn solve(&mut self, problem: &Problem, start: &Pose) -> Result<Solution>;
+}
+
+/// The methods available by name (for the C, Python and command-line adapters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Method {
+    /// Forward And Backward Reaching IK (tech report §3.7).
+    #[default]
+    Fabrik,
+}
+
+impl Method {
+    /// Every method, for listings.
+    pub const ALL: [Method; 1] = [Method::Fabrik];
+
+    /// The method called `name` (`"fabrik"`).
+    ///
+    /// # Errors
+    /// [`Error::BadSetting`] for an unknown name.
+    pub fn from_name(name: &str) -> Result<Self> {
+        match name.to_ascii_lowercase().as_str() {
+            "fabrik" => Ok(Self::Fabrik),
+            _ => Err(Error::BadSetting {
+                what: format!("method \"{name}\""),
+                value: f64::NAN,
+                reason: "unknown method; available: fabrik".into(),
+            }),
+        }
+    }
+
+    /// The method's name.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Fabrik => "fabrik",
+        }
+    }
+
+    /// A solver of this method with `settings`.
+    ///
+    /// # Errors
+    /// [`Error::BadSetting`] for settings out of range.
+    pub fn solver(self, settings: SolveSettings) -> Result<Box<dyn Solver>> {
+        let settings = settings.validated()?;
+        Ok(match self {
+            Self::Fabrik => Box::new(Fabrik::new(settings)),
+        })
+    }
+}
+
+/// Per-frame inputs for [`solve_sequence`]: one entry per goal per frame.
+#[derive(Debug, Clone, Copy)]
+pub struct FrameTargets<'a> {
+    /// `targets[f * goals + g]`.
+    pub targets: &'a [DVec3],
+    /// Optional `orientations[f * goals + g]` (goals without orientation ignore theirs).
+    pub orientations: Option<&'a [DQuat]>,
+    /// Optional `poles[f * goals + g]` (goals without pole ignore theirs).
+    pub poles: Option<&'a [DVec3]>,
+}
+
+/// Solves a whole range of frames, each warm-started from the previous frame's solution
+/// (the tracking case of §4.2), and calls `sink(frame, &solution)` for each.
+///
+/// Frame 0 starts from `start`. Inputs are validated before any solve.
+///
+/// # Errors
+/// [`Error::ShapeMismatch`] when arrays do not match `frames × goals`, [`Error::BadGoal`] for a
+/// non-finite target, or the solver's error.
+pub fn solve_sequence(
+    solver: &mut dyn Solver,
+    problem: &Problem,
+    start: &Pose,
+    frames: usize,
+    inputs: FrameTargets<'_>,
+    mut sink: impl FnMut(usize, &Solution),
+) -> Result<()> {
+    let g = problem.goals().len();
+    let check = |what: &str, len: usize| {
+        if len == frames * g {
+            Ok(())
+        } else {
+            Err(Error::ShapeMismatch { what: what.into(), expected: frames * g, got: len })
+        }
+    };
+    check("targets (frames × goals)", inputs.targets.len())?;
+    if let Some(o) = inputs.orientations {
+        check("orientations (frames × goals)", o.len())?;
+    }
+    if let Some(p) = inputs.poles {
+        check("pole targets (frames × goals)", p.len())?;
+    }
+    let mut problem = problem.clone();
+    // Validate every input up front so a bad frame cannot leave a half-written result.
+    for (k, t) in inputs.targets.iter().enumerate() {
+        if !t.is_finite() {
+            return Err(Error::BadGoal { goal: k % g.max(1), reason: format!("target at frame {} is not finite", k / g.max(1)) });
+        }
+    }
+    let mut pose = problem.checked_pose(start)?;
+    for f in 0..frames {
+        for gi in 0..g {
+            let k = f * g + gi;
+            problem.set_target(gi, inputs.targets[k])?;
+            if let Some(o) = inputs.orientations {
+                if problem.goals()[gi].orientation.is_some() {
+                    problem.set_orientation(gi, Some(o[k]))?;
+                }
+            }
+            if let Some(p) = inputs.poles {
+                if problem.goals()[gi].pole.is_some() {
+                    problem.set_pole_target(gi, p[k])?;
+                }
+            }
+        }
+        let sol = solver.solve(&problem, &pose)?;
+        sink(f, &sol);
+        pose = sol.pose;
+    }
+    Ok(())
+}
