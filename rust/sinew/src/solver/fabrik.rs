@@ -97,9 +97,13 @@ impl Solver for Fabrik {
         local_rotations(rig, &self.frames, &mut pose.rotations);
         // Bones no goal moves keep their start rotation exactly (no round-off drift).
         let active = &problem.topology().active;
+        // Each quaternion stays in its start's hemisphere, so warm-started frames are
+        // sign-continuous and interpolating keys never takes the long way round.
         for (i, q) in pose.rotations.iter_mut().enumerate() {
             if active.binary_search(&i).is_err() {
                 *q = start.rotations[i];
+            } else if q.dot(start.rotations[i]) < 0.0 {
+                *q = -*q;
             }
         }
         if problem.root() == RootMode::Free {

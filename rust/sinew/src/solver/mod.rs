@@ -189,7 +189,9 @@ pub struct FrameTargets<'a> {
 /// Solves a whole range of frames, each warm-started from the previous frame's solution
 /// (the tracking case of §4.2), and calls `sink(frame, &solution)` for each.
 ///
-/// Frame 0 starts from `start`. Inputs are validated before any solve.
+/// Frame 0 starts from `start`. Inputs are validated before any solve. Because every solver keeps
+/// each bone's quaternion in the hemisphere of the pose it started from, the sequence is
+/// sign-continuous frame to frame (and with `start`).
 ///
 /// # Errors
 /// [`Error::ShapeMismatch`] when arrays do not match `frames × goals`, [`Error::BadGoal`] for a

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Creates .venv (CPython 3.11, as Blender 4.2–5.0 bundle) with requirements-dev.txt, once.
+# Re-runs pip only when requirements-dev.txt changed since the last successful install.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${SINEW_PYTHON:-}
+if [ -z "$PY" ]; then
+  for c in python3.11 python3; do
+    if command -v "$c" >/dev/null && "$c" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then PY=$c; break; fi
+  done
+fi
+[ -n "$PY" ] || { echo "bootstrap: CPython 3.11 is required (bpy 5.0 is built for it); set SINEW_PYTHON" >&2; exit 1; }
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+stamp=.venv/.requirements.sha
+want=$(sha256sum requirements-dev.txt | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  .venv/bin/python -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+  echo "$want" > "$stamp"
+fi
