@@ -26,6 +26,17 @@ pub fn shortest_arc(from: DVec3, to: DVec3) -> DQuat {
     DQuat::from_xyzw(c.x / n, c.y / n, c.z / n, w / n)
 }
 
+/// The angle in [0, π] of the rotation taking `a` to `b` (unit quaternions, either sign).
+///
+/// Computed as `2 atan2(|v|, |w|)` of `a⁻¹ b`, which stays exact near zero where the usual
+/// `2 acos(|a·b|)` loses half its digits (it returns ~3e-8 for identical rotations).
+#[must_use]
+#[inline]
+pub fn angle_between(a: DQuat, b: DQuat) -> f64 {
+    let d = a.conjugate() * b;
+    2.0 * DVec3::new(d.x, d.y, d.z).length().atan2(d.w.abs())
+}
+
 /// Splits `q` into `swing * twist`, where `twist` turns about `axis` (unit) and `swing` turns
 /// `axis` without twisting about it.
 #[must_use]

@@ -13,7 +13,7 @@
 use glam::{DQuat, DVec2, DVec3};
 
 use crate::error::{Error, Result};
-use crate::geometry::{clamp_to_ellipse, from_rotation_vector, rotation_vector, swing_twist, twist_angle};
+use crate::geometry::{angle_between, clamp_to_ellipse, from_rotation_vector, rotation_vector, swing_twist, twist_angle};
 
 /// The irregular cone of Alg. 3: how far the bone may swing about each half of its local X and Z
 /// axes, in radians, each in (0, π].
@@ -186,11 +186,63 @@ impl JointLimit {
         }
     }
 
+    /// True when `local` is outside the limit but its swing mirrored to the other side (`-θ`
+    /// for a hinge angle `θ`, the opposite swing for a cone) is inside: the joint is bent the
+    /// wrong way. FABRIK's forward stage then flips the joint over instead of pinning it straight.
+    #[must_use]
+    pub fn bends_wrong_way(&self, local: DQuat) -> bool {
+        if self.violation(local) < 1e-9 {
+            return false;
+        }
+        let mirrored = match self.swing {
+            Swing::Hinge(h) => DQuat::from_axis_angle(h.axis, -twist_angle(local, h.axis)),
+            Swing::Cone(_) => {
+                let (swing, twist) = swing_twist(local, DVec3::Y);
+                swing.conjugate() * twist
+            }
+            Swing::Free => return false,
+        };
+        self.violation(mirrored) < 1e-9
+    }
+
+    /// A cheap measure of how far `local` is outside the limit (0 inside, growing with the
+    /// distance outside, radians-like): solvers use it to compare candidate rotations without
+    /// projecting each one. Locks are not measured here.
+    #[must_use]
+    pub fn excess(&self, local: DQuat) -> f64 {
+        match self.swing {
+            Swing::Hinge(h) => {
+                let angle = twist_angle(local, h.axis);
+                let off_axis = angle_between(local, DQuat::from_axis_angle(h.axis, angle));
+                off_axis + (h.min - angle).max(0.0) + (angle - h.max).max(0.0)
+            }
+            Swing::Free if self.twist.is_none() => 0.0,
+            _ => {
+                let (swing, twist) = swing_twist(local, DVec3::Y);
+                let mut e = 0.0;
+                if let Swing::Cone(c) = self.swing {
+                    let r = rotation_vector(swing);
+                    let a = if r.x >= 0.0 { c.x_pos } else { c.x_neg };
+                    let b = if r.z >= 0.0 { c.z_pos } else { c.z_neg };
+                    let k = ((r.x / a).powi(2) + (r.z / b).powi(2)).sqrt();
+                    if k > 1.0 {
+                        e += (1.0 - 1.0 / k) * r.length();
+                    }
+                }
+                if let Some(t) = self.twist {
+                    let a = twist_angle(twist, DVec3::Y);
+                    e += (t.min - a).max(0.0) + (a - t.max).max(0.0);
+                }
+                e
+            }
+        }
+    }
+
     /// How far `local` is outside the limit, as the angle between it and [`Self::clamp`] of it
     /// (0 inside). Tests use it to assert that no solution violates a limit.
     #[must_use]
     pub fn violation(&self, local: DQuat) -> f64 {
-        self.clamp(local).angle_between(local)
+        angle_between(self.clamp(local), local)
     }
 
     /// The direction the bone leans toward when its limit leaves room to bend only one way:

@@ -25,7 +25,7 @@ impl Pose {
     /// The largest angle (radians) any bone turns between `self` and `other`.
     #[must_use]
     pub fn max_angle_to(&self, other: &Pose) -> f64 {
-        self.rotations.iter().zip(&other.rotations).map(|(a, b)| a.angle_between(*b)).fold(0.0, f64::max)
+        self.rotations.iter().zip(&other.rotations).map(|(a, b)| crate::geometry::angle_between(*a, *b)).fold(0.0, f64::max)
     }
 }
 

@@ -35,6 +35,11 @@ pub struct Topology {
     pub(crate) pulls: Vec<Vec<(usize, f64)>>,
     /// Per bone: indices of goals whose effector it is.
     pub(crate) effector_goals: Vec<Vec<usize>>,
+    /// Per bone: whether some goal moves it.
+    pub(crate) is_active: Vec<bool>,
+    /// For a single position goal on a chain of free, connected bones with a pinned top: the
+    /// chain from its top down (FABRIK runs Alg. 1 on it as it is).
+    pub(crate) serial_chain: Option<Vec<usize>>,
 }
 
 impl Topology {
@@ -73,6 +78,7 @@ impl Topology {
             t.moved.push(chain);
         }
         t.active = (0..n).filter(|&i| is_active[i]).collect();
+        t.is_active = is_active;
         t.sub_bases = (0..n)
             .filter(|&i| t.pulls[i].len() + usize::from(!t.effector_goals[i].is_empty()) >= 2)
             .collect();
@@ -109,7 +115,8 @@ impl Problem {
                 g
             })
             .collect();
-        let topology = Topology::derive(&rig, &goals);
+        let mut topology = Topology::derive(&rig, &goals);
+        topology.serial_chain = serial_chain(&rig, &goals, &topology, root);
         Ok(Self { rig, goals, root, topology })
     }
 
@@ -186,6 +193,19 @@ impl Problem {
     /// # Errors
     /// [`Error::ShapeMismatch`] or [`Error::NonFinite`].
     pub fn checked_pose(&self, pose: &Pose) -> Result<Pose> {
+        self.check_pose(pose)?;
+        let mut out = pose.clone();
+        for q in &mut out.rotations {
+            *q = q.normalize();
+        }
+        Ok(out)
+    }
+
+    /// Checks that `pose` fits the rig (as [`Problem::checked_pose`]) without copying it.
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] or [`Error::NonFinite`].
+    pub fn check_pose(&self, pose: &Pose) -> Result<()> {
         if pose.rotations.len() != self.rig.len() {
             return Err(Error::ShapeMismatch {
                 what: "pose rotations".into(),
@@ -194,13 +214,38 @@ impl Problem {
             });
         }
         check_finite(&pose.root_translation.to_array(), || "root translation".into())?;
-        let mut out = pose.clone();
-        for (i, q) in out.rotations.iter_mut().enumerate() {
+        for (i, q) in pose.rotations.iter().enumerate() {
             check_quat(*q).map_err(|r| Error::NonFinite { what: format!("rotation of bone \"{}\" ({r})", self.rig.bone(i).name) })?;
-            *q = q.normalize();
         }
-        Ok(out)
+        Ok(())
     }
+}
+
+/// The chain of a single position goal on free, connected bones with a pinned top, from the
+/// top down; `None` when the problem is anything else.
+fn serial_chain(rig: &Rig, goals: &[Goal], topology: &Topology, root: RootMode) -> Option<Vec<usize>> {
+    let [goal] = goals else { return None };
+    if goal.pole.is_some() || !goal.use_tail {
+        return None;
+    }
+    let moved = &topology.moved[0];
+    let top = *moved.last()?;
+    if top == 0 && root == RootMode::Free {
+        return None;
+    }
+    for (k, &b) in moved.iter().enumerate() {
+        let bone = rig.bone(b);
+        if !bone.limit.is_free() {
+            return None;
+        }
+        if k + 1 < moved.len() {
+            let parent_len = rig.bone(moved[k + 1]).length;
+            if (bone.rest_head - DVec3::new(0.0, parent_len, 0.0)).length() > 1e-9 * parent_len.max(1.0) {
+                return None;
+            }
+        }
+    }
+    Some(moved.iter().rev().copied().collect())
 }
 
 fn check_quat(q: DQuat) -> Result<(), String> {

@@ -23,11 +23,17 @@ use glam::{DQuat, DVec3};
 
 use super::{Solution, SolveSettings, Solver, StopReason};
 use crate::error::Result;
-use crate::geometry::{EPS_LEN, Pull, fit_rigid, fit_rotation, shortest_arc};
+use crate::geometry::{EPS_LEN, Pull, angle_between, fit_rigid, fit_rotation, shortest_arc};
 use crate::pose::{Frames, Pose};
+use crate::limits::Swing;
 use crate::problem::{Problem, RootMode};
 use crate::rig::Rig;
 use crate::rotations::{aim_chain, local_rotations, turn_toward};
+
+/// The serial solver finishes in closed form once the gap is below this fraction of where it
+/// started (see [`finish_exactly`]): small enough that the last bones take up at most 1% of the
+/// motion, so tracking stays FABRIK's.
+const FINISH_FRACTION: f64 = 0.01;
 
 /// How far (radians) a straight joint with a preferred bend is nudged before solving.
 const BEND_NUDGE: f64 = 0.05;
@@ -70,24 +76,27 @@ impl Solver for Fabrik {
 
     fn solve(&mut self, problem: &Problem, start: &Pose) -> Result<Solution> {
         let settings = self.settings.validated()?;
-        let start = problem.checked_pose(start)?;
+        problem.check_pose(start)?;
         let rig = problem.rig();
         let n = rig.len();
-        rig.forward_into(&start, &mut self.frames);
-        self.locals.clear();
-        self.locals.extend_from_slice(&start.rotations);
+        rig.forward_into(start, &mut self.frames);
         self.start_locals.clear();
-        self.start_locals.extend_from_slice(&start.rotations);
+        self.start_locals.extend(start.rotations.iter().map(|q| q.normalize()));
+        self.locals.clear();
+        self.locals.extend_from_slice(&self.start_locals);
         self.forward_heads.clear();
         self.forward_heads.extend_from_slice(&self.frames.heads);
 
         let goals = problem.goals();
+        let topo = problem.topology();
         if goals.is_empty() {
-            return Ok(Solution { pose: start, iterations: 0, residuals: vec![], reached: true, stop: StopReason::Converged });
+            let pose = Pose { rotations: self.start_locals.clone(), root_translation: start.root_translation };
+            return Ok(Solution { pose, iterations: 0, residuals: vec![], reached: true, stop: StopReason::Converged });
         }
 
-        let (iterations, stop) = if let Some(chain) = free_serial_chain(problem) {
-            self.solve_serial(rig, &chain, goals[0].target, &settings)
+        let serial = topo.serial_chain.as_deref().filter(|_| goals[0].orientation.is_none());
+        let (iterations, stop) = if let Some(chain) = serial {
+            self.solve_serial(rig, chain, &topo.is_active, goals[0].target, &settings)
         } else {
             self.nudge_straight_joints(problem);
             self.solve_tree(problem, &settings)
@@ -96,13 +105,13 @@ impl Solver for Fabrik {
         let mut pose = Pose { rotations: vec![DQuat::IDENTITY; n], root_translation: start.root_translation };
         local_rotations(rig, &self.frames, &mut pose.rotations);
         // Bones no goal moves keep their start rotation exactly (no round-off drift).
-        let active = &problem.topology().active;
         // Each quaternion stays in its start's hemisphere, so warm-started frames are
         // sign-continuous and interpolating keys never takes the long way round.
         for (i, q) in pose.rotations.iter_mut().enumerate() {
-            if active.binary_search(&i).is_err() {
-                *q = start.rotations[i];
-            } else if q.dot(start.rotations[i]) < 0.0 {
+            let s = self.start_locals[i];
+            if !topo.is_active[i] {
+                *q = s;
+            } else if q.dot(s) < 0.0 {
                 *q = -*q;
             }
         }
@@ -120,38 +129,9 @@ impl Solver for Fabrik {
     }
 }
 
-/// The bones of the problem's single goal, from the top of its chain down, when Alg. 1 applies
-/// as it is: one position-only goal on a tail, bones connected head-to-tail, no limit, no pole,
-/// and a pinned chain top.
-fn free_serial_chain(problem: &Problem) -> Option<Vec<usize>> {
-    let [goal] = problem.goals() else { return None };
-    if goal.orientation.is_some() || goal.pole.is_some() || !goal.use_tail {
-        return None;
-    }
-    let rig = problem.rig();
-    let moved = &problem.topology().moved[0];
-    let top = *moved.last()?;
-    if top == 0 && problem.root() == RootMode::Free {
-        return None;
-    }
-    for (k, &b) in moved.iter().enumerate() {
-        let bone = rig.bone(b);
-        if !bone.limit.is_free() {
-            return None;
-        }
-        if k + 1 < moved.len() {
-            let parent_len = rig.bone(moved[k + 1]).length;
-            if (bone.rest_head - DVec3::new(0.0, parent_len, 0.0)).length() > 1e-9 * parent_len.max(1.0) {
-                return None;
-            }
-        }
-    }
-    Some(moved.iter().rev().copied().collect())
-}
-
 impl Fabrik {
     /// Alg. 1 on joint positions, then one conversion to rotations.
-    fn solve_serial(&mut self, rig: &Rig, chain: &[usize], target: DVec3, s: &SolveSettings) -> (u32, StopReason) {
+    fn solve_serial(&mut self, rig: &Rig, chain: &[usize], is_active: &[bool], target: DVec3, s: &SolveSettings) -> (u32, StopReason) {
         let m = chain.len();
         self.joints.clear();
         self.joints.push(self.frames.heads[chain[0]]);
@@ -172,8 +152,10 @@ impl Fabrik {
             let mut it = 0;
             let mut stop = StopReason::IterationLimit;
             let mut last_end = p[m];
+            let finish_below = FINISH_FRACTION * (p[m] - target).length();
             while it < s.max_iterations {
-                if (p[m] - target).length_squared() <= tol2 {
+                let gap = (p[m] - target).length_squared();
+                if gap <= tol2 || (gap <= finish_below * finish_below && finish_exactly(p, &lengths, target)) {
                     stop = StopReason::Converged;
                     break;
                 }
@@ -202,14 +184,14 @@ impl Fabrik {
         };
         aim_chain(rig, chain, &self.joints, &mut self.frames);
         // Bones below the chain (not moved) follow their parents.
-        self.refresh_inactive(rig, chain);
+        self.refresh_inactive(rig, is_active);
         (iterations, stop)
     }
 
-    /// Forward kinematics for every bone not in `moved`, keeping its local rotation.
-    fn refresh_inactive(&mut self, rig: &Rig, moved: &[usize]) {
+    /// Forward kinematics for every bone not active, keeping its local rotation.
+    fn refresh_inactive(&mut self, rig: &Rig, is_active: &[bool]) {
         for (i, b) in rig.bones().iter().enumerate() {
-            if moved.contains(&i) {
+            if is_active[i] {
                 continue;
             }
             let Some(p) = b.parent else { continue };
@@ -221,34 +203,58 @@ impl Fabrik {
         }
     }
 
-    /// Nudges each straight joint that has a preferred bend toward it (see module docs).
+    /// Pre-bends each straight joint that has a preferred bend (see module docs): the bone turns
+    /// [`BEND_NUDGE`] toward the bend and its parent half that back about the same axis, so the
+    /// joint itself leaves the line from the parent's head to the child's tail and FABRIK's
+    /// point steps see which side the bend is on.
     fn nudge_straight_joints(&mut self, problem: &Problem) {
         let rig = problem.rig();
+        let topo = problem.topology();
         let mut changed = false;
-        for &b in &problem.topology().active {
-            let limit = &rig.bone(b).limit;
-            if limit.locked {
+        for &b in &topo.active {
+            let bone = rig.bone(b);
+            if bone.limit.locked {
                 continue;
             }
-            let Some(bend) = limit.preferred_bend() else { continue };
-            let local = self.locals[b];
-            let (swing, _) = crate::geometry::swing_twist(local, DVec3::Y);
-            if swing.angle_between(DQuat::IDENTITY) < 1e-4 {
-                let t = (BEND_NUDGE / bend.angle_between(DQuat::IDENTITY)).min(1.0);
-                self.locals[b] = limit.clamp(DQuat::IDENTITY.slerp(bend, t) * local);
-                changed = true;
+            let Some(bend) = bone.limit.preferred_bend() else { continue };
+            let Some(p) = bone.parent else { continue };
+            let (dir, parent_dir) = (self.frames.rotations[b] * DVec3::Y, self.frames.rotations[p] * DVec3::Y);
+            if dir.angle_between(parent_dir) > 1e-3 {
+                continue;
             }
+            let (axis, angle) = bend.to_axis_angle();
+            let delta = BEND_NUDGE.min(angle);
+            self.locals[b] = bone.limit.clamp(DQuat::from_axis_angle(axis, delta) * self.locals[b]);
+            if topo.is_active[p] && !rig.bone(p).limit.locked {
+                let base = self.frames.rotations[p] * bone.rest_rotation;
+                let world_axis = base * axis;
+                let turned = DQuat::from_axis_angle(world_axis, -0.5 * delta) * self.frames.rotations[p];
+                let grand = rig.bone(p).parent.map_or(DQuat::IDENTITY, |g| self.frames.rotations[g]);
+                self.locals[p] = rig.bone(p).limit.clamp(rig.local_from_world(p, grand, turned));
+            }
+            changed = true;
+            // Keep frames current for the joints below this one.
+            self.refresh_frames(rig);
         }
         if changed {
-            let pose = Pose { rotations: self.locals.clone(), root_translation: DVec3::ZERO };
-            let root_head = self.frames.heads[0];
-            rig.forward_into(&pose, &mut self.frames);
-            // Keep the start's root position (forward_into used a zero translation).
-            let shift = root_head - self.frames.heads[0];
-            for i in 0..rig.len() {
-                self.frames.heads[i] += shift;
-                self.frames.tails[i] += shift;
-            }
+            self.refresh_frames(rig);
+        }
+    }
+
+    /// Recomputes every frame from `locals`, keeping the root's head where it is.
+    fn refresh_frames(&mut self, rig: &Rig) {
+        for (i, b) in rig.bones().iter().enumerate() {
+            let (rot, head) = match b.parent {
+                Some(p) => {
+                    let pr = self.frames.rotations[p];
+                    (pr * b.rest_rotation * self.locals[i], self.frames.heads[p] + pr * b.rest_head)
+                }
+                None => (b.rest_rotation * self.locals[i], self.frames.heads[i]),
+            };
+            let rot = rot.normalize();
+            self.frames.rotations[i] = rot;
+            self.frames.heads[i] = head;
+            self.frames.tails[i] = head + rot * DVec3::new(0.0, b.length, 0.0);
         }
     }
 
@@ -301,7 +307,7 @@ impl Fabrik {
             let (Some(cur), Some(want)) = (flat(x), flat(pole.target - a)) else { continue };
             let cur = DQuat::from_axis_angle(axis, pole.angle) * cur;
             let turn = shortest_arc(cur, want);
-            if turn.angle_between(DQuat::IDENTITY) < 1e-12 {
+            if angle_between(turn, DQuat::IDENTITY) < 1e-12 {
                 continue;
             }
             for &b in chain {
@@ -346,7 +352,14 @@ impl Fabrik {
                 fit_rigid(old_rot, &self.pulls)
             };
             let (rot, head) = match topo.pulls[b].as_slice() {
-                [(c, _)] if self.pulls.len() == 1 => self.keep_child_in_limit(rig, b, *c, rot, head),
+                [(c, _)] if self.pulls.len() == 1 => {
+                    let (rot, head) = if self.flip_wrong_bend(rig, *c, rot, head) {
+                        line_step(old_rot, old_head, rig.bone(*c).rest_head, self.forward_heads[*c])
+                    } else {
+                        (rot, head)
+                    };
+                    self.keep_child_in_limit(rig, *c, rot, head)
+                }
                 _ => (rot, head),
             };
             self.frames.rotations[b] = rot;
@@ -354,9 +367,33 @@ impl Fabrik {
         }
     }
 
-    /// Re-orients parent `b` (placed at `rot`, `head`) so that its child `c`'s local rotation is
+    /// When child `c`'s joint is bent the wrong way relative to its parent (placed at `rot`,
+    /// `head`) and the mirrored bend is allowed, reflects `c`'s estimated head across the line
+    /// from the parent's head to `c`'s tail: both bone lengths are kept and the joint (a knee, an
+    /// elbow) moves to the side its limit allows. Returns whether it flipped.
+    fn flip_wrong_bend(&mut self, rig: &Rig, c: usize, rot: DQuat, head: DVec3) -> bool {
+        let child = rig.bone(c);
+        if child.limit.locked || child.limit.preferred_bend().is_none() {
+            return false;
+        }
+        let child_rot = self.frames.rotations[c];
+        if !child.limit.bends_wrong_way(rig.local_from_world(c, rot, child_rot)) {
+            return false;
+        }
+        let joint = self.forward_heads[c];
+        let tail = joint + child_rot * DVec3::new(0.0, child.length, 0.0);
+        let Some(axis) = (tail - head).try_normalize() else { return false };
+        let r = joint - head;
+        let flipped = head + axis * (2.0 * axis.dot(r)) - r;
+        let Some(dir) = (tail - flipped).try_normalize() else { return false };
+        self.forward_heads[c] = flipped;
+        self.frames.rotations[c] = turn_toward(child_rot, DVec3::Y, dir);
+        true
+    }
+
+    /// Re-orients a parent (placed at `rot`, `head`) so that its child `c`'s local rotation is
     /// inside `c`'s limit, keeping `c`'s estimated head where it is (§3.7.2, Alg. 2).
-    fn keep_child_in_limit(&self, rig: &Rig, b: usize, c: usize, rot: DQuat, head: DVec3) -> (DQuat, DVec3) {
+    fn keep_child_in_limit(&self, rig: &Rig, c: usize, rot: DQuat, head: DVec3) -> (DQuat, DVec3) {
         let child = rig.bone(c);
         if !child.limit.constrains_rotation() {
             return (rot, head);
@@ -364,11 +401,10 @@ impl Fabrik {
         let child_rot = self.frames.rotations[c];
         let local = rig.local_from_world(c, rot, child_rot);
         let want = if child.limit.locked { self.start_locals[c] } else { child.limit.clamp(local) };
-        if want.angle_between(local) < 1e-12 {
+        if angle_between(want, local) < 1e-12 {
             return (rot, head);
         }
         let rot = (child_rot * (child.rest_rotation * want).conjugate()).normalize();
-        let _ = b;
         (rot, self.forward_heads[c] - rot * child.rest_head)
     }
 
@@ -410,10 +446,25 @@ impl Fabrik {
                         orientation = g.orientation;
                     }
                 }
+                let two_bone = match topo.pulls[b].as_slice() {
+                    [(c, _)] if orientation.is_none() && self.pulls.len() == 1 => {
+                        self.two_bone_step(problem, b, *c, base, head, current)
+                    }
+                    _ => None,
+                };
                 let want = if let Some(q) = orientation {
                     q
+                } else if let Some(q) = two_bone {
+                    q
                 } else if let [p] = self.pulls.as_slice() {
-                    aim(current, head, p.local, p.target)
+                    match (bone.limit.swing, topo.pulls[b].as_slice()) {
+                        (Swing::Hinge(h), _) if !bone.limit.locked => base * aim_hinge(base, h, head, p.local, p.target),
+                        (_, [(c, _)]) => {
+                            let want = aim(current, head, p.local, p.target);
+                            self.make_room_for_child(problem, b, *c, base, head, want)
+                        }
+                        _ => aim(current, head, p.local, p.target),
+                    }
                 } else {
                     fit_rotation(current, self.pulls.iter().map(|p| (p.local, p.target - head, p.weight)))
                 };
@@ -433,6 +484,159 @@ impl Fabrik {
     }
 }
 
+/// Joint positions `p` (m + 1 points, bone k from `p[k]` to `p[k + 1]`) are bent to put the end
+/// exactly on `target`: at the lowest joint `k` from which bone k plus the straightened rest of
+/// the chain can reach it, bone k turns (in the plane of its current direction and the target)
+/// to the angle the law of cosines gives, and the bones below it line up on the target.
+///
+/// This is the closed-form end game FABRIK's report points to (§3.7: a joint between two known
+/// positions lies on the intersection of two spheres): plain FABRIK converges linearly and
+/// crawls when the chain is nearly stretched, so once it has closed all but
+/// [`FINISH_FRACTION`] of the gap, the rest is placed directly. Returns false (and changes
+/// nothing) when no joint can take up the residual.
+fn finish_exactly(p: &mut [DVec3], lengths: &impl Fn(usize) -> f64, target: DVec3) -> bool {
+    let m = p.len() - 1;
+    if m < 2 {
+        return false;
+    }
+    let mut rest = lengths(m - 1);
+    for k in (0..m - 1).rev() {
+        let l = lengths(k);
+        let to_target = target - p[k];
+        let c = to_target.length();
+        if c <= EPS_LEN || c > l + rest || c < (l - rest).abs() {
+            rest += l;
+            continue;
+        }
+        let w = to_target / c;
+        let u = (p[k + 1] - p[k]) / l;
+        let side = (u - w * u.dot(w)).try_normalize().unwrap_or_else(|| w.any_orthonormal_vector());
+        let cos_phi = ((l * l + c * c - rest * rest) / (2.0 * l * c)).clamp(-1.0, 1.0);
+        let sin_phi = (1.0 - cos_phi * cos_phi).sqrt();
+        p[k + 1] = p[k] + (w * cos_phi + side * sin_phi) * l;
+        let tail_dir = (target - p[k + 1]).normalize_or(w);
+        for j in k + 1..m {
+            p[j + 1] = p[j] + tail_dir * lengths(j);
+        }
+        p[m] = target;
+        return true;
+    }
+    false
+}
+
+impl Fabrik {
+    /// When one thing pulls bone `c` (its single active child, or one position goal): the pulled
+    /// point in `c`'s frame and where it should go.
+    fn single_pull(&self, problem: &Problem, c: usize) -> Option<(DVec3, DVec3)> {
+        let topo = problem.topology();
+        match (topo.pulls[c].as_slice(), topo.effector_goals[c].as_slice()) {
+            ([(gc, _)], []) => Some((problem.rig().bone(*gc).rest_head, self.forward_heads[*gc])),
+            ([], [g]) => {
+                let g = &problem.goals()[*g];
+                if g.orientation.is_some() {
+                    return None;
+                }
+                let len = problem.rig().bone(c).length;
+                Some((if g.use_tail { DVec3::new(0.0, len, 0.0) } else { DVec3::ZERO }, g.target))
+            }
+            _ => None,
+        }
+    }
+
+    /// The rotation of a bone whose only pulled child `c` is a hinge, with its head fixed at
+    /// `head`: the exact two-bone step. The law of cosines gives the hinge angle (inside the
+    /// hinge's range) that puts `c`'s pull point at the target's distance from `head`; the bone
+    /// then turns (shortest arc from `current`) to point that way and swivels about the
+    /// head→target line toward FABRIK's own estimate of the joint, which keeps the swivel where
+    /// the forward stage (and any pole) put it. FABRIK's point steps crawl and stall at hinges
+    /// near full extension and fight the joint's side; this lands exactly when the target is
+    /// within the pair's reach.
+    fn two_bone_step(&self, problem: &Problem, b: usize, c: usize, base: DQuat, head: DVec3, current: DQuat) -> Option<DQuat> {
+        let rig = problem.rig();
+        let child = rig.bone(c);
+        let Swing::Hinge(hinge) = child.limit.swing else { return None };
+        if child.limit.locked {
+            return None;
+        }
+        let (point, target) = self.single_pull(problem, c)?;
+        let to_target = target - head;
+        let dist = to_target.length();
+        if dist < EPS_LEN {
+            return None;
+        }
+        // Pull point in the parent's frame at hinge angle θ: k + Rc R(a, θ) p.
+        let k = child.rest_head;
+        let v = child.rest_rotation.conjugate() * k;
+        let a = hinge.axis;
+        let p_par = a * a.dot(point);
+        let p_perp = point - p_par;
+        let (cc, cs, c0) = (v.dot(p_perp), v.dot(a.cross(p_perp)), v.dot(p_par));
+        let want = 0.5 * (dist * dist - k.length_squared() - point.length_squared()) - c0;
+        let reach = |t: f64| (k + child.rest_rotation * DQuat::from_axis_angle(a, t) * point).length();
+        let r = cc.hypot(cs);
+        let phase = cs.atan2(cc);
+        let mut candidates = [hinge.min, hinge.max, phase, phase + std::f64::consts::PI, f64::NAN, f64::NAN];
+        if r > 1e-12 && want.abs() <= r {
+            let spread = (want / r).acos();
+            candidates[4] = phase + spread;
+            candidates[5] = phase - spread;
+        }
+        let cur_theta = crate::geometry::twist_angle(self.locals[c], a);
+        let mut theta = cur_theta.clamp(hinge.min, hinge.max);
+        let mut best = f64::INFINITY;
+        for t in candidates.into_iter().filter(|t| t.is_finite()) {
+            let t = crate::geometry::wrap_angle(t);
+            if t < hinge.min || t > hinge.max {
+                continue;
+            }
+            let err = (reach(t) - dist).abs();
+            if err < best - 1e-9 || (err <= best + 1e-9 && (t - cur_theta).abs() < (theta - cur_theta).abs()) {
+                best = err;
+                theta = t;
+            }
+        }
+        let local_point = k + child.rest_rotation * DQuat::from_axis_angle(a, theta) * point;
+        let dir = to_target / dist;
+        let rot = turn_toward(current, local_point.normalize_or(DVec3::Y), dir);
+        // Swivel about the head→target line toward the forward stage's joint estimate.
+        let flat = |x: DVec3| (x - dir * x.dot(dir)).try_normalize();
+        let rot = match (flat(rot * k), flat(self.forward_heads[c] - head)) {
+            (Some(now), Some(est)) => (shortest_arc(now, est) * rot).normalize(),
+            _ => rot,
+        };
+        // Every swivel reaches equally well; if this one breaks the bone's own limit, take the
+        // nearest swivel that keeps it (the limit would otherwise clamp the pair off target).
+        let limit = &rig.bone(b).limit;
+        if limit.locked {
+            return Some(rot);
+        }
+        Some(best_swivel(rot, dir, |r| limit.excess(base.conjugate() * r)))
+    }
+
+    /// For a bone aimed as `want` (head at `head`, frame `base` at rest) whose only pulled child
+    /// `c` has a swing or twist limit: swivels the bone about the line from its head to `c`'s
+    /// head (which keeps that joint where FABRIK put it) to the nearest turn at which `c` can
+    /// point at its own target within its limit (and the bone stays within its own). Without it
+    /// a parent that rotates freely (a pelvis carrying a cone-limited thigh) never turns to
+    /// make room for its child's limit, and the pair oscillates.
+    fn make_room_for_child(&self, problem: &Problem, b: usize, c: usize, base: DQuat, head: DVec3, want: DQuat) -> DQuat {
+        let rig = problem.rig();
+        let child = rig.bone(c);
+        if child.limit.locked || !child.limit.constrains_rotation() || matches!(child.limit.swing, Swing::Hinge(_)) {
+            return want;
+        }
+        let Some((point, target)) = self.single_pull(problem, c) else { return want };
+        let joint = head + want * child.rest_head;
+        let Some(axis) = (joint - head).try_normalize() else { return want };
+        let child_want = aim(self.frames.rotations[c], joint, point, target);
+        let own = &rig.bone(b).limit;
+        best_swivel(want, axis, |r| {
+            child.limit.excess((r * child.rest_rotation).conjugate() * child_want)
+                + if own.locked { 0.0 } else { own.excess(base.conjugate() * r) }
+        })
+    }
+}
+
 /// The FABRIK line step for a body pulled by one point: the point `local` goes to `target` and
 /// the head lands on the line from `target` toward the old head (Alg. 1, lines 1.24–1.27).
 #[inline]
@@ -444,6 +648,55 @@ fn line_step(rot: DQuat, old_head: DVec3, local: DVec3, target: DVec3) -> (DQuat
     let back = (old_head - target).try_normalize().unwrap_or(-(rot * local) / len);
     let head = target + back * len;
     (turn_toward(rot, local / len, -back), head)
+}
+
+/// `rot` turned about `axis` (through the bone's head) by the angle nearest zero at which
+/// `cost` (a limit excess, 0 when satisfied) is smallest: a coarse scan of the circle, then a
+/// bisection refinement toward zero turn among the satisfying angles.
+fn best_swivel(rot: DQuat, axis: DVec3, cost: impl Fn(DQuat) -> f64) -> DQuat {
+    const STEPS: usize = 24;
+    const OK: f64 = 1e-12;
+    let swivel = |phi: f64| (DQuat::from_axis_angle(axis, phi) * rot).normalize();
+    let score = |phi: f64| (cost(swivel(phi)), phi.abs());
+    let better = |a: (f64, f64), b: (f64, f64)| a.0 < b.0 - OK || (a.0 <= OK && b.0 <= OK && a.1 < b.1);
+    let mut best = (0.0, score(0.0));
+    if best.1.0 <= OK {
+        return rot;
+    }
+    for i in 1..STEPS {
+        let phi = crate::geometry::wrap_angle(i as f64 * std::f64::consts::TAU / STEPS as f64);
+        let sc = score(phi);
+        if better(sc, best.1) {
+            best = (phi, sc);
+        }
+    }
+    let mut step = std::f64::consts::TAU / STEPS as f64;
+    for _ in 0..16 {
+        step *= 0.5;
+        for cand in [best.0 - step, best.0 + step] {
+            let sc = score(cand);
+            if better(sc, best.1) {
+                best = (cand, sc);
+            }
+        }
+    }
+    swivel(best.0)
+}
+
+/// The local rotation of a hinge bone (frame `base` at zero angle, head at `head`) that best
+/// aims its point `local` at `target`: the signed angle about the hinge axis between the point
+/// and the target as seen in the hinge's plane, clamped to the range.
+#[inline]
+fn aim_hinge(base: DQuat, hinge: crate::limits::HingeLimit, head: DVec3, local: DVec3, target: DVec3) -> DQuat {
+    let axis = base * hinge.axis;
+    let flat = |x: DVec3| x - axis * x.dot(axis);
+    let (from, to) = (flat(base * local), flat(target - head));
+    let angle = if from.length_squared() > EPS_LEN && to.length_squared() > EPS_LEN {
+        from.cross(to).dot(axis).atan2(from.dot(to))
+    } else {
+        0.0
+    };
+    DQuat::from_axis_angle(hinge.axis, angle.clamp(hinge.min, hinge.max))
 }
 
 /// The rotation about a fixed `head` nearest to `rot` that aims `local` at `target`.
