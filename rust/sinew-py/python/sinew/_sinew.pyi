@@ -1,0 +1,397 @@
+"""Typed interface of the native module ``sinew._sinew`` (re-exported by ``sinew``).
+
+Conventions:
+
+* Positions, targets and orientations are rig (armature) space.
+* Quaternions are always ``(w, x, y, z)``. Local rotations are relative to the bone's rest frame,
+  exactly Blender's ``pose_bone.rotation_quaternion`` (``matrix_basis``) with default inheritance.
+* Array arguments accept any numeric array-like (float32 and integer arrays are converted);
+  returned arrays are new float64 arrays (``int64``/``bool`` where stated).
+* A bone is named by its ``int`` index or its ``str`` name.
+* Every error is a :class:`SinewError` (a ``ValueError``) carrying the core's message; the
+  subclasses tell the kinds apart. Solves release the GIL.
+"""
+
+from collections.abc import Sequence
+from typing import Any, Literal, TypeAlias, TypedDict
+
+import numpy as np
+import numpy.typing as npt
+
+_ArrayLike: TypeAlias = npt.ArrayLike
+_F64: TypeAlias = npt.NDArray[np.float64]
+_Bone: TypeAlias = int | str
+_StopReason: TypeAlias = Literal["converged", "stalled", "out_of_reach", "iteration_limit"]
+_RootMode: TypeAlias = Literal["pinned", "free"]
+
+__version__: str
+"""The wheel's version (a unique ``X.Y.Z.devN`` per build from ``scripts/build_wheel.sh``)."""
+
+core_version: str
+"""The version of the Rust core crate the module was built with."""
+
+class SinewError(ValueError):
+    """Base class of every error Sinew raises (a ValueError); the message is the core's."""
+
+class RigError(SinewError):
+    """The rig is malformed: no bones, a bad parent order, a duplicate name, a bad length or a non-rigid rest matrix."""
+
+class UnknownBoneError(SinewError):
+    """A bone name or index does not denote a bone of the rig."""
+
+class LimitError(SinewError):
+    """A joint-limit value is outside its range."""
+
+class GoalError(SinewError):
+    """A goal is malformed (unknown bone, non-finite target, non-positive weight, ...)."""
+
+class ShapeError(SinewError):
+    """An array has the wrong shape or is not numeric."""
+
+class NonFiniteError(SinewError):
+    """A number that must be finite is NaN or infinite."""
+
+class SettingsError(SinewError):
+    """A solver setting (method, iterations, tolerances, root mode) is invalid."""
+
+class FormatError(SinewError):
+    """A problem file could not be read."""
+
+class InternalError(SinewError):
+    """A bug in Sinew (a Rust panic, caught at the module boundary); please report it."""
+
+class _LimitDict(TypedDict):
+    swing: Literal["free", "cone", "hinge"]
+    cone: tuple[float, float, float, float] | None
+    twist: tuple[float, float] | None
+    hinge: tuple[tuple[float, float, float], float, float] | None
+    locked: bool
+    stiffness: float
+
+class Rig:
+    """A skeleton: bones in parent-before-child order with rest transforms, lengths and limits.
+
+    Conventions are Blender's: a bone's frame has its origin at the head and the bone runs along
+    local +Y. Cheap to pass around: solves take a snapshot, and limit changes copy the rig only
+    while a snapshot is still in use (copy-on-write). Safe to share between threads.
+    """
+
+    def __init__(
+        self,
+        names: Sequence[str],
+        parents: Sequence[int] | _ArrayLike,
+        rest_matrices: _ArrayLike,
+        lengths: _ArrayLike,
+    ) -> None:
+        """Builds a rig from armature-space rest matrices.
+
+        Args:
+            names: unique bone names, parents before children.
+            parents: (N,) parent index per bone, -1 (any negative number) for a root.
+            rest_matrices: (N, 4, 4) armature-space rest matrices, rows as numpy gives a Blender
+                ``Matrix`` (``np.array(bone.matrix_local)``); rotation and translation only.
+            lengths: (N,) bone lengths, each > 0.
+
+        Raises:
+            RigError: empty rig, parent not before its child, duplicate name, bad length or a
+                non-rigid matrix.
+            ShapeError: an array of the wrong shape.
+            NonFiniteError: a NaN or infinite matrix entry.
+        """
+
+    @staticmethod
+    def from_json(text: str) -> Rig:
+        """The rig (with limits) of a ``sinew.problem/1`` JSON problem file; goals, settings and
+        pose in the file are ignored. Raises FormatError, RigError or LimitError."""
+
+    def __len__(self) -> int:
+        """Number of bones."""
+
+    def copy(self) -> Rig:
+        """A new, independent rig handle (storage shared until either changes)."""
+
+    def __copy__(self) -> Rig: ...
+    def __deepcopy__(self, memo: Any, /) -> Rig: ...
+    @property
+    def names(self) -> list[str]:
+        """Bone names in rig order."""
+
+    @property
+    def parents(self) -> list[int]:
+        """Parent index per bone, -1 for a root."""
+
+    @property
+    def lengths(self) -> _F64:
+        """(N,) bone lengths."""
+
+    @property
+    def rest_matrices(self) -> _F64:
+        """(N, 4, 4) armature-space rest matrices (rows as Blender's ``bone.matrix_local``)."""
+
+    def index(self, name: str) -> int:
+        """The index of the bone called ``name``; UnknownBoneError if there is none."""
+
+    def set_cone_limit(self, bone: _Bone, x_pos: float, x_neg: float, z_pos: float, z_neg: float) -> None:
+        """Bounds the bone's swing by an irregular cone: the largest swing about +X (tilt toward
+        +Z), -X, +Z (tilt toward -X) and -Z, radians, each in (0, pi]. Keeps twist, lock and
+        stiffness. Raises LimitError (nothing changes) or UnknownBoneError."""
+
+    def set_cone_limit_blender(self, bone: _Bone, min_x: float, max_x: float, min_z: float, max_z: float) -> None:
+        """The cone Blender's IK builds from a pose bone's ``ik_min_x, ik_max_x, ik_min_z,
+        ik_max_z`` (radians; mins <= 0 <= maxes). A zero bound becomes 1e-6 rad (the core needs
+        half-angles > 0)."""
+
+    def set_twist_limit(self, bone: _Bone, min: float, max: float) -> None:
+        """Bounds the twist about the bone's own axis (local Y): -pi <= min <= max <= pi."""
+
+    def set_hinge_limit(self, bone: _Bone, axis: Sequence[float] | _ArrayLike, min: float, max: float) -> None:
+        """Makes the bone a hinge: it turns about ``axis`` (bone rest frame, normalised) by an
+        angle in [min, max] (radians, within [-pi, pi]); replaces a cone."""
+
+    def set_locked(self, bone: _Bone, locked: bool = True) -> None:
+        """A locked bone keeps the rotation it starts a solve with."""
+
+    def set_stiffness(self, bone: _Bone, stiffness: float) -> None:
+        """Resistance to motion in [0, 1): 0 is free, near 1 barely moves."""
+
+    def clear_limits(self, bone: _Bone) -> None:
+        """Removes every limit (swing, twist, lock, stiffness) from the bone."""
+
+    def limit(self, bone: _Bone) -> _LimitDict:
+        """The bone's limits: ``{"swing": "free"|"cone"|"hinge", "cone": (x_pos, x_neg, z_pos,
+        z_neg) | None, "twist": (min, max) | None, "hinge": ((x, y, z), min, max) | None,
+        "locked": bool, "stiffness": float}``."""
+
+    def limit_violation(self, bone: _Bone, rotation_wxyz: Sequence[float] | _ArrayLike) -> float:
+        """How far the local rotation ``(w, x, y, z)`` is outside the bone's limit, as an angle in
+        radians (0 inside). The core's ``JointLimit::violation``."""
+
+    def forward_kinematics(
+        self,
+        rotations: _ArrayLike | None = None,
+        root_translation: Sequence[float] | _ArrayLike | None = None,
+    ) -> tuple[_F64, _F64, _F64]:
+        """Rig-space ``(heads (N, 3), tails (N, 3), world rotations (N, 4) wxyz)`` for local
+        rotations (N, 4) wxyz (rest pose if None) and bone 0's translation (3,) in its rest frame
+        (Blender's ``location``). Raises ShapeError or NonFiniteError."""
+
+class Goal:
+    """One IK goal: pull an effector bone's tail (or head) onto a target.
+
+    The bone (index or name) is resolved against the rig passed to the solver. Attributes are
+    readable and writable under the constructor's names; vectors read back as tuples.
+    """
+
+    def __init__(
+        self,
+        bone: _Bone,
+        target: Sequence[float] | _ArrayLike,
+        orientation: Sequence[float] | _ArrayLike | None = None,
+        weight: float = 1.0,
+        chain_length: int = 0,
+        pole_target: Sequence[float] | _ArrayLike | None = None,
+        pole_angle: float = 0.0,
+        use_tail: bool = True,
+    ) -> None:
+        """Args:
+            bone: the effector bone, index or name.
+            target: (3,) where the effector point should go (rig space).
+            orientation: optional (4,) world rotation ``(w, x, y, z)`` for the effector's frame.
+            weight: importance where goals compete (> 0; checked when solving).
+            chain_length: bones from the effector up that may move; 0 = up to the root.
+            pole_target: optional (3,) pole position: the chain's bend plane turns to contain it.
+            pole_angle: extra rotation about the chain axis, radians.
+            use_tail: pull the tail (True) or the head.
+
+        Raises ShapeError for a vector of the wrong shape, GoalError for a negative chain
+        length, UnknownBoneError for a negative index. NaN targets and bad weights raise
+        GoalError when solving.
+        """
+
+    def copy(self) -> Goal:
+        """A copy of this goal."""
+
+    def __copy__(self) -> Goal: ...
+    def __deepcopy__(self, memo: Any, /) -> Goal: ...
+    @property
+    def bone(self) -> _Bone: ...
+    @bone.setter
+    def bone(self, value: _Bone) -> None: ...
+    @property
+    def target(self) -> tuple[float, float, float]: ...
+    @target.setter
+    def target(self, value: Sequence[float] | _ArrayLike) -> None: ...
+    @property
+    def orientation(self) -> tuple[float, float, float, float] | None: ...
+    @orientation.setter
+    def orientation(self, value: Sequence[float] | _ArrayLike | None) -> None: ...
+    @property
+    def weight(self) -> float: ...
+    @weight.setter
+    def weight(self, value: float) -> None: ...
+    @property
+    def chain_length(self) -> int: ...
+    @chain_length.setter
+    def chain_length(self, value: int) -> None: ...
+    @property
+    def pole_target(self) -> tuple[float, float, float] | None: ...
+    @pole_target.setter
+    def pole_target(self, value: Sequence[float] | _ArrayLike | None) -> None: ...
+    @property
+    def pole_angle(self) -> float: ...
+    @pole_angle.setter
+    def pole_angle(self, value: float) -> None: ...
+    @property
+    def use_tail(self) -> bool: ...
+    @use_tail.setter
+    def use_tail(self, value: bool) -> None: ...
+
+class Solution:
+    """The result of :meth:`Solver.solve`."""
+
+    @property
+    def rotations(self) -> _F64:
+        """(N, 4) float64 local rotations ``(w, x, y, z)``, keyable as Blender's
+        ``rotation_quaternion``; never outside a joint limit."""
+
+    @property
+    def root_translation(self) -> _F64:
+        """(3,) bone 0's translation in its rest frame (Blender's ``location``)."""
+
+    @property
+    def iterations(self) -> int:
+        """Iterations used."""
+
+    @property
+    def residuals(self) -> _F64:
+        """(G,) distance from each goal's effector to its target."""
+
+    @property
+    def worst_residual(self) -> float:
+        """The largest residual (0 without goals)."""
+
+    @property
+    def reached(self) -> bool:
+        """Whether every goal is within tolerance."""
+
+    @property
+    def stop_reason(self) -> _StopReason:
+        """Why the solver stopped."""
+
+class SequenceResult:
+    """The result of :meth:`Solver.solve_sequence`, one row per frame."""
+
+    def __len__(self) -> int:
+        """Number of frames F."""
+
+    @property
+    def rotations(self) -> _F64:
+        """(F, N, 4) float64 local rotations ``(w, x, y, z)``, sign-continuous frame to frame."""
+
+    @property
+    def root_translations(self) -> _F64:
+        """(F, 3) bone 0's translation per frame."""
+
+    @property
+    def residuals(self) -> _F64:
+        """(F, G) residual per frame and goal."""
+
+    @property
+    def iterations(self) -> npt.NDArray[np.int64]:
+        """(F,) iterations per frame."""
+
+    @property
+    def reached(self) -> npt.NDArray[np.bool_]:
+        """(F,) whether every goal was reached, per frame."""
+
+    @property
+    def stop_reasons(self) -> list[_StopReason]:
+        """Why the solver stopped, per frame."""
+
+class Solver:
+    """An IK method with its settings. Reusable and safe to share between threads; solves
+    release the GIL."""
+
+    def __init__(
+        self,
+        method: str = "fabrik",
+        max_iterations: int = 100,
+        tolerance: float = 1e-4,
+        stall_tolerance: float = 1e-7,
+    ) -> None:
+        """Args:
+            method: ``"fabrik"`` (the only method so far).
+            max_iterations: iteration cap (>= 1).
+            tolerance: a goal is reached within this distance (rig units, > 0).
+            stall_tolerance: stop when no effector moves more than this per iteration (>= 0).
+
+        Raises SettingsError.
+        """
+
+    @property
+    def method(self) -> str: ...
+    @property
+    def max_iterations(self) -> int: ...
+    @property
+    def tolerance(self) -> float: ...
+    @property
+    def stall_tolerance(self) -> float: ...
+    def solve(
+        self,
+        rig: Rig,
+        goals: Sequence[Goal],
+        pose: _ArrayLike | None = None,
+        root_translation: Sequence[float] | _ArrayLike | None = None,
+        root: _RootMode = "pinned",
+    ) -> Solution:
+        """Solves one pose.
+
+        Args:
+            rig: the rig (a snapshot is taken).
+            goals: the goals; bone names resolve against ``rig``.
+            pose: (N, 4) start rotations ``(w, x, y, z)``; the rest pose if None.
+            root_translation: (3,) start translation of bone 0; zero if None.
+            root: ``"pinned"`` (bone 0's head stays put) or ``"free"`` (it may translate).
+
+        Raises GoalError, ShapeError, NonFiniteError, SettingsError or UnknownBoneError. Not
+        reaching a target is no error: see ``Solution.reached``.
+        """
+
+    def solve_sequence(
+        self,
+        rig: Rig,
+        goals: Sequence[Goal],
+        targets: _ArrayLike,
+        orientations: _ArrayLike | None = None,
+        pole_targets: _ArrayLike | None = None,
+        pose: _ArrayLike | None = None,
+        root_translation: Sequence[float] | _ArrayLike | None = None,
+        root: _RootMode = "pinned",
+    ) -> SequenceResult:
+        """Solves F frames, each warm-started from the previous frame's solution (frame 0 from
+        ``pose``), so rotations are sign-continuous frame to frame.
+
+        Args:
+            targets: (F, G, 3) per frame and goal target.
+            orientations: optional (F, G, 4) ``(w, x, y, z)``; used by goals that have an
+                orientation.
+            pole_targets: optional (F, G, 3); used by goals that have a pole.
+            Others as :meth:`solve`.
+
+        Every input is checked before the first frame is solved.
+        """
+
+class _Analysis(TypedDict):
+    sub_bases: list[int]
+    moved: list[list[int]]
+    active: list[int]
+
+def analyze(rig: Rig, goals: Sequence[Goal]) -> _Analysis:
+    """The chain structure of ``goals`` on ``rig``: ``sub_bases`` (bones where chains meet,
+    ascending), ``moved`` (per goal, the bones it moves, effector first) and ``active`` (every
+    bone some goal moves, ascending)."""
+
+def load_problem(text: str) -> tuple[Rig, list[Goal], Solver, _F64, _F64, _RootMode]:
+    """Reads a ``sinew.problem/1`` JSON problem: ``(rig, goals, solver, start pose (N, 4) wxyz,
+    root_translation (3,), root mode)``. Goals name their bones by name. Raises FormatError or
+    any rig, limit, goal or settings error."""

@@ -1,0 +1,207 @@
+//! `sinew.Goal`: one IK goal, with its bone named by index or name (resolved when solving).
+
+use glam::{DQuat, DVec3};
+use pyo3::prelude::*;
+
+use crate::convert::{BoneSpec, read_opt_quat, read_opt_vec3, read_vec3};
+use crate::errors::GoalError;
+
+/// One IK goal. Targets, orientations and poles are rig (armature) space; quaternions `(w, x, y, z)`.
+#[pyclass(module = "sinew._sinew", name = "Goal")]
+#[derive(Debug, Clone)]
+pub(crate) struct PyGoal {
+    pub(crate) bone: BoneSpec,
+    pub(crate) target: DVec3,
+    pub(crate) orientation: Option<DQuat>,
+    pub(crate) weight: f64,
+    pub(crate) chain_length: usize,
+    pub(crate) pole_target: Option<DVec3>,
+    pub(crate) pole_angle: f64,
+    pub(crate) use_tail: bool,
+}
+
+fn chain_length_from(n: i64) -> PyResult<usize> {
+    usize::try_from(n).map_err(|_| GoalError::new_err(format!("chain_length {n} must be >= 0 (0 = up to the root)")))
+}
+
+impl PyGoal {
+    /// The core goal, resolving the bone against `rig`; `index` is the goal's position (for
+    /// messages).
+    pub(crate) fn to_core(&self, rig: &sinew::Rig, index: usize) -> sinew::Result<sinew::Goal> {
+        let bone = self
+            .bone
+            .resolve(rig)
+            .map_err(|e| sinew::Error::BadGoal { goal: index, reason: e.to_string() })?;
+        Ok(sinew::Goal {
+            bone,
+            target: self.target,
+            orientation: self.orientation,
+            weight: self.weight,
+            chain_length: self.chain_length,
+            pole: self.pole_target.map(|target| sinew::Pole { target, angle: self.pole_angle }),
+            use_tail: self.use_tail,
+        })
+    }
+
+    /// A goal as a problem file gives it (bone by name).
+    pub(crate) fn from_core(g: &sinew::Goal, rig: &sinew::Rig) -> Self {
+        Self {
+            bone: BoneSpec::Name(rig.bone(g.bone).name.clone()),
+            target: g.target,
+            orientation: g.orientation,
+            weight: g.weight,
+            chain_length: g.chain_length,
+            pole_target: g.pole.map(|p| p.target),
+            pole_angle: g.pole.map_or(0.0, |p| p.angle),
+            use_tail: g.use_tail,
+        }
+    }
+}
+
+/// Several goals resolved against one rig.
+pub(crate) fn core_goals(goals: &[PyGoal], rig: &sinew::Rig) -> sinew::Result<Vec<sinew::Goal>> {
+    goals.iter().enumerate().map(|(i, g)| g.to_core(rig, i)).collect()
+}
+
+fn wxyz(q: DQuat) -> (f64, f64, f64, f64) {
+    (q.w, q.x, q.y, q.z)
+}
+
+fn xyz(v: DVec3) -> (f64, f64, f64) {
+    (v.x, v.y, v.z)
+}
+
+#[pymethods]
+impl PyGoal {
+    #[new]
+    #[pyo3(signature = (bone, target, orientation = None, weight = 1.0, chain_length = 0, pole_target = None, pole_angle = 0.0, use_tail = true))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        bone: &Bound<'_, PyAny>,
+        target: &Bound<'_, PyAny>,
+        orientation: Option<&Bound<'_, PyAny>>,
+        weight: f64,
+        chain_length: i64,
+        pole_target: Option<&Bound<'_, PyAny>>,
+        pole_angle: f64,
+        use_tail: bool,
+    ) -> PyResult<Self> {
+        Ok(Self {
+            bone: BoneSpec::from_py(bone)?,
+            target: read_vec3(target, "target")?,
+            orientation: read_opt_quat(orientation, "orientation")?,
+            weight,
+            chain_length: chain_length_from(chain_length)?,
+            pole_target: read_opt_vec3(pole_target, "pole_target")?,
+            pole_angle,
+            use_tail,
+        })
+    }
+
+    fn __repr__(&self) -> String {
+        let bone = match &self.bone {
+            BoneSpec::Index(i) => i.to_string(),
+            BoneSpec::Name(n) => format!("{n:?}"),
+        };
+        let t = self.target;
+        format!("Goal({bone}, target=({}, {}, {}), weight={}, chain_length={})", t.x, t.y, t.z, self.weight, self.chain_length)
+    }
+
+    /// A copy of this goal.
+    fn copy(&self) -> Self {
+        self.clone()
+    }
+
+    fn __copy__(&self) -> Self {
+        self.clone()
+    }
+
+    fn __deepcopy__(&self, _memo: &Bound<'_, PyAny>) -> Self {
+        self.clone()
+    }
+
+    #[getter]
+    fn get_bone(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.bone.to_py(py)
+    }
+
+    #[setter]
+    fn set_bone(&mut self, bone: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.bone = BoneSpec::from_py(bone)?;
+        Ok(())
+    }
+
+    #[getter]
+    fn get_target(&self) -> (f64, f64, f64) {
+        xyz(self.target)
+    }
+
+    #[setter]
+    fn set_target(&mut self, target: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.target = read_vec3(target, "target")?;
+        Ok(())
+    }
+
+    #[getter]
+    fn get_orientation(&self) -> Option<(f64, f64, f64, f64)> {
+        self.orientation.map(wxyz)
+    }
+
+    #[setter]
+    fn set_orientation(&mut self, orientation: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        self.orientation = read_opt_quat(orientation, "orientation")?;
+        Ok(())
+    }
+
+    #[getter]
+    fn get_weight(&self) -> f64 {
+        self.weight
+    }
+
+    #[setter]
+    fn set_weight(&mut self, weight: f64) {
+        self.weight = weight;
+    }
+
+    #[getter]
+    fn get_chain_length(&self) -> usize {
+        self.chain_length
+    }
+
+    #[setter]
+    fn set_chain_length(&mut self, chain_length: i64) -> PyResult<()> {
+        self.chain_length = chain_length_from(chain_length)?;
+        Ok(())
+    }
+
+    #[getter]
+    fn get_pole_target(&self) -> Option<(f64, f64, f64)> {
+        self.pole_target.map(xyz)
+    }
+
+    #[setter]
+    fn set_pole_target(&mut self, pole_target: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        self.pole_target = read_opt_vec3(pole_target, "pole_target")?;
+        Ok(())
+    }
+
+    #[getter]
+    fn get_pole_angle(&self) -> f64 {
+        self.pole_angle
+    }
+
+    #[setter]
+    fn set_pole_angle(&mut self, pole_angle: f64) {
+        self.pole_angle = pole_angle;
+    }
+
+    #[getter]
+    fn get_use_tail(&self) -> bool {
+        self.use_tail
+    }
+
+    #[setter]
+    fn set_use_tail(&mut self, use_tail: bool) {
+        self.use_tail = use_tail;
+    }
+}

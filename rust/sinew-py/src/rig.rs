@@ -1,0 +1,275 @@
+//! `sinew.Rig`: a shared, copy-on-write handle to a core [`sinew::Rig`].
+
+use std::sync::{Arc, PoisonError, RwLock};
+
+use glam::{DMat4, DVec3};
+use numpy::{PyArray1, PyArray2, PyArray3};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+
+use crate::convert::{BoneSpec, Dim, push_wxyz, push_xyz, quats_from_wxyz, read_f64, read_opt_vec3, read_quat, read_vec3, to_numpy};
+use crate::errors::{NonFiniteError, RigError, guard, guard_core};
+use sinew::{ConeLimit, HingeLimit, JointLimit, Pose, Swing, TwistLimit};
+
+/// The smallest cone half-angle handed to the core for a Blender limit of exactly 0 (the core
+/// requires half-angles in (0, π]; Blender allows `ik_min_x = 0` or `ik_max_x = 0`).
+const MIN_BLENDER_HALF_ANGLE: f64 = 1e-6;
+
+/// A skeleton with rest transforms, lengths and joint limits.
+///
+/// Cheap to pass around: solves take a snapshot (an `Arc`), and limit changes copy the rig only
+/// while a snapshot is still in use (copy-on-write).
+#[pyclass(module = "sinew._sinew", name = "Rig", frozen)]
+#[derive(Debug)]
+pub(crate) struct PyRig {
+    inner: RwLock<Arc<sinew::Rig>>,
+}
+
+impl PyRig {
+    pub(crate) fn from_core(rig: sinew::Rig) -> Self {
+        Self { inner: RwLock::new(Arc::new(rig)) }
+    }
+
+    /// A snapshot of the rig (shares storage; later limit changes do not affect it).
+    pub(crate) fn snapshot(&self) -> Arc<sinew::Rig> {
+        self.inner.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Applies `change` to one bone's limit; the core validates it (nothing changes on error).
+    fn update_limit(&self, bone: &Bound<'_, PyAny>, change: impl FnOnce(JointLimit) -> JointLimit) -> PyResult<()> {
+        let spec = BoneSpec::from_py(bone)?;
+        guard_core(|| {
+            let mut slot = self.inner.write().unwrap_or_else(PoisonError::into_inner);
+            let i = spec.resolve(&slot)?;
+            let b = slot.bone(i);
+            // Validate before copy-on-write so a bad value never clones the rig.
+            let limit = change(b.limit).validated(&b.name)?;
+            Arc::make_mut(&mut slot).set_limit(i, limit)
+        })
+    }
+
+    fn resolve(&self, bone: &Bound<'_, PyAny>) -> PyResult<(Arc<sinew::Rig>, usize)> {
+        let spec = BoneSpec::from_py(bone)?;
+        let rig = self.snapshot();
+        let i = guard_core(|| spec.resolve(&rig))?;
+        Ok((rig, i))
+    }
+}
+
+#[pymethods]
+impl PyRig {
+    #[new]
+    fn new(
+        py: Python<'_>,
+        names: Vec<String>,
+        parents: &Bound<'_, PyAny>,
+        rest_matrices: &Bound<'_, PyAny>,
+        lengths: &Bound<'_, PyAny>,
+    ) -> PyResult<Self> {
+        let n = names.len();
+        if n == 0 {
+            return Err(crate::errors::core_err(sinew::Error::EmptyRig));
+        }
+        let (parents, _) = read_f64(parents, "parents", &[Dim::Is(n)])?;
+        let (mats, _) = read_f64(rest_matrices, "rest_matrices", &[Dim::Is(n), Dim::Is(4), Dim::Is(4)])?;
+        let (lengths, _) = read_f64(lengths, "lengths", &[Dim::Is(n)])?;
+        let mut parent_idx = Vec::with_capacity(n);
+        for (i, &p) in parents.iter().enumerate() {
+            if !p.is_finite() || p.fract() != 0.0 {
+                return Err(RigError::new_err(format!(
+                    "bone \"{}\" (index {i}): parent {p} is not an integer (use -1 for a root)",
+                    names[i]
+                )));
+            }
+            parent_idx.push(if p < 0.0 { None } else { Some(p as usize) });
+        }
+        // Rows as numpy gives a Blender Matrix; glam is column-major.
+        let rest: Vec<DMat4> = mats
+            .chunks_exact(16)
+            .map(|m| DMat4::from_cols_slice(m).transpose())
+            .collect();
+        let rig = py.detach(|| guard_core(|| sinew::Rig::from_matrices(&names, &parent_idx, &rest, &lengths)))?;
+        Ok(Self::from_core(rig))
+    }
+
+    /// The rig (with limits) of a problem file; its goals, settings and pose are ignored.
+    #[staticmethod]
+    fn from_json(py: Python<'_>, text: String) -> PyResult<Self> {
+        let rig = py.detach(move || {
+            guard_core(|| {
+                let mut file = sinew::ProblemFile::from_json(&text)?;
+                file.goals.clear();
+                file.pose = None;
+                file.settings = Default::default();
+                Ok(file.load()?.problem.rig().clone())
+            })
+        })?;
+        Ok(Self::from_core(rig))
+    }
+
+    fn __len__(&self) -> usize {
+        self.snapshot().len()
+    }
+
+    fn __repr__(&self) -> String {
+        let rig = self.snapshot();
+        format!("<sinew.Rig with {} bones, root \"{}\">", rig.len(), rig.bone(0).name)
+    }
+
+    /// A new handle to a copy of this rig (storage is shared until either changes).
+    fn copy(&self) -> Self {
+        Self { inner: RwLock::new(self.snapshot()) }
+    }
+
+    fn __copy__(&self) -> Self {
+        self.copy()
+    }
+
+    fn __deepcopy__(&self, _memo: &Bound<'_, PyAny>) -> Self {
+        self.copy()
+    }
+
+    #[getter]
+    fn names(&self) -> Vec<String> {
+        self.snapshot().bones().iter().map(|b| b.name.clone()).collect()
+    }
+
+    #[getter]
+    fn parents(&self) -> Vec<i64> {
+        self.snapshot().bones().iter().map(|b| b.parent.map_or(-1, |p| p as i64)).collect()
+    }
+
+    #[getter]
+    fn lengths<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let rig = self.snapshot();
+        let v: Vec<f64> = rig.bones().iter().map(|b| b.length).collect();
+        to_numpy(py, v, rig.len())
+    }
+
+    /// Armature-space rest matrices (N, 4, 4), rows as Blender's `bone.matrix_local`.
+    #[getter]
+    fn rest_matrices<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray3<f64>>> {
+        let rig = self.snapshot();
+        let f = rig.rest_frames();
+        let mut v = Vec::with_capacity(rig.len() * 16);
+        for i in 0..rig.len() {
+            let m = DMat4::from_rotation_translation(f.rotations[i], f.heads[i]);
+            v.extend_from_slice(&m.transpose().to_cols_array());
+        }
+        to_numpy(py, v, (rig.len(), 4, 4))
+    }
+
+    fn index(&self, name: &str) -> PyResult<usize> {
+        let rig = self.snapshot();
+        guard_core(|| BoneSpec::Name(name.to_owned()).resolve(&rig))
+    }
+
+    /// Irregular cone on the bone's swing: largest swing about +X, −X, +Z, −Z (radians, (0, π]).
+    fn set_cone_limit(&self, bone: &Bound<'_, PyAny>, x_pos: f64, x_neg: f64, z_pos: f64, z_neg: f64) -> PyResult<()> {
+        self.update_limit(bone, |l| JointLimit { swing: Swing::Cone(ConeLimit::new(x_pos, x_neg, z_pos, z_neg)), ..l })
+    }
+
+    /// The cone Blender builds from `ik_min_x, ik_max_x, ik_min_z, ik_max_z` (radians).
+    fn set_cone_limit_blender(&self, bone: &Bound<'_, PyAny>, min_x: f64, max_x: f64, min_z: f64, max_z: f64) -> PyResult<()> {
+        let mut cone = ConeLimit::from_blender(min_x, max_x, min_z, max_z);
+        for v in [&mut cone.x_pos, &mut cone.x_neg, &mut cone.z_pos, &mut cone.z_neg] {
+            // Blender allows a zero half-angle ("no swing this way"); the core needs > 0.
+            if *v == 0.0 {
+                *v = MIN_BLENDER_HALF_ANGLE;
+            }
+        }
+        self.update_limit(bone, |l| JointLimit { swing: Swing::Cone(cone), ..l })
+    }
+
+    fn set_twist_limit(&self, bone: &Bound<'_, PyAny>, min: f64, max: f64) -> PyResult<()> {
+        self.update_limit(bone, |l| JointLimit { twist: Some(TwistLimit { min, max }), ..l })
+    }
+
+    fn set_hinge_limit(&self, bone: &Bound<'_, PyAny>, axis: &Bound<'_, PyAny>, min: f64, max: f64) -> PyResult<()> {
+        let axis = read_vec3(axis, "hinge axis")?;
+        self.update_limit(bone, |l| JointLimit { swing: Swing::Hinge(HingeLimit { axis, min, max }), ..l })
+    }
+
+    #[pyo3(signature = (bone, locked = true))]
+    fn set_locked(&self, bone: &Bound<'_, PyAny>, locked: bool) -> PyResult<()> {
+        self.update_limit(bone, |l| JointLimit { locked, ..l })
+    }
+
+    fn set_stiffness(&self, bone: &Bound<'_, PyAny>, stiffness: f64) -> PyResult<()> {
+        self.update_limit(bone, |l| JointLimit { stiffness, ..l })
+    }
+
+    fn clear_limits(&self, bone: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.update_limit(bone, |_| JointLimit::FREE)
+    }
+
+    /// The bone's limits as a dict.
+    fn limit<'py>(&self, py: Python<'py>, bone: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
+        let (rig, i) = self.resolve(bone)?;
+        let l = rig.bone(i).limit;
+        let d = PyDict::new(py);
+        let none = py.None();
+        let (swing, cone, hinge): (&str, Py<PyAny>, Py<PyAny>) = match l.swing {
+            Swing::Free => ("free", none.clone_ref(py), none.clone_ref(py)),
+            Swing::Cone(c) => ("cone", (c.x_pos, c.x_neg, c.z_pos, c.z_neg).into_pyobject(py)?.into_any().unbind(), none.clone_ref(py)),
+            Swing::Hinge(h) => (
+                "hinge",
+                none.clone_ref(py),
+                ((h.axis.x, h.axis.y, h.axis.z), h.min, h.max).into_pyobject(py)?.into_any().unbind(),
+            ),
+        };
+        d.set_item("swing", swing)?;
+        d.set_item("cone", cone)?;
+        d.set_item("twist", l.twist.map(|t| (t.min, t.max)))?;
+        d.set_item("hinge", hinge)?;
+        d.set_item("locked", l.locked)?;
+        d.set_item("stiffness", l.stiffness)?;
+        Ok(d)
+    }
+
+    /// How far `rotation_wxyz` (a local rotation) is outside the bone's limit, radians (0 inside).
+    fn limit_violation(&self, bone: &Bound<'_, PyAny>, rotation_wxyz: &Bound<'_, PyAny>) -> PyResult<f64> {
+        let (rig, i) = self.resolve(bone)?;
+        let q = read_quat(rotation_wxyz, "rotation_wxyz")?;
+        if !q.is_finite() || q.length() < 1e-9 {
+            return Err(NonFiniteError::new_err("rotation_wxyz must be a finite, non-zero quaternion"));
+        }
+        guard(|| Ok(rig.bone(i).limit.violation(q.normalize())))
+    }
+
+    /// Heads (N, 3), tails (N, 3) and world rotations (N, 4) wxyz, rig space, for local rotations
+    /// (N, 4) wxyz (rest pose if None) and the root's translation.
+    #[pyo3(signature = (rotations = None, root_translation = None))]
+    fn forward_kinematics<'py>(
+        &self,
+        py: Python<'py>,
+        rotations: Option<&Bound<'py, PyAny>>,
+        root_translation: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let rig = self.snapshot();
+        let n = rig.len();
+        let mut pose = Pose::rest(n);
+        if let Some(r) = rotations.filter(|r| !r.is_none()) {
+            pose.rotations = quats_from_wxyz(&read_f64(r, "rotations", &[Dim::Is(n), Dim::Is(4)])?.0);
+        }
+        pose.root_translation = read_opt_vec3(root_translation, "root_translation")?.unwrap_or(DVec3::ZERO);
+        let frames = py.detach(move || {
+            guard_core(|| {
+                // The core's own pose check (finite, non-zero quaternions), then FK.
+                let problem = sinew::Problem::new((*rig).clone(), Vec::new(), sinew::RootMode::Pinned)?;
+                let pose = problem.checked_pose(&pose)?;
+                Ok(rig.forward(&pose))
+            })
+        })?;
+        let (mut heads, mut tails, mut rots) = (Vec::with_capacity(n * 3), Vec::with_capacity(n * 3), Vec::with_capacity(n * 4));
+        for i in 0..n {
+            push_xyz(&mut heads, frames.heads[i]);
+            push_xyz(&mut tails, frames.tails[i]);
+            push_wxyz(&mut rots, frames.rotations[i]);
+        }
+        let heads: Bound<'py, PyArray2<f64>> = to_numpy(py, heads, (n, 3))?;
+        let tails: Bound<'py, PyArray2<f64>> = to_numpy(py, tails, (n, 3))?;
+        let rots: Bound<'py, PyArray2<f64>> = to_numpy(py, rots, (n, 4))?;
+        PyTuple::new(py, [heads.into_any(), tails.into_any(), rots.into_any()])
+    }
+}

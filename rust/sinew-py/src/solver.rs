@@ -1,0 +1,364 @@
+//! `sinew.Solver`, its results, `analyze` and `load_problem`.
+//!
+//! Inputs are copied into owned core values while attached to Python; the solve itself runs with
+//! the GIL released (`Python::detach`).
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use glam::{DQuat, DVec3};
+use numpy::{PyArray1, PyArray2, PyArray3};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+
+use crate::convert::{
+    Dim, push_wxyz, push_xyz, quats_from_wxyz, read_f64, read_opt_f64, read_opt_vec3, root_mode, root_mode_name, stop_name,
+    to_numpy, to_numpy_py, vec3s,
+};
+use crate::errors::{SettingsError, guard_core};
+use crate::goal::{PyGoal, core_goals};
+use crate::rig::PyRig;
+use sinew::{FrameTargets, Method, Pose, Problem, SolveSettings};
+
+/// An IK method with its settings. Reuses one core solver's scratch space between solves;
+/// concurrent solves from several threads each get their own.
+#[pyclass(module = "sinew._sinew", name = "Solver", frozen)]
+#[derive(Debug)]
+pub(crate) struct PySolver {
+    method: Method,
+    settings: SolveSettings,
+    cached: Mutex<Option<Box<dyn sinew::Solver>>>,
+}
+
+impl PySolver {
+    fn from_core(method: Method, settings: SolveSettings) -> PyResult<Self> {
+        // Validates the settings (the core's BadSetting).
+        let solver = guard_core(|| method.solver(settings))?;
+        Ok(Self { method, settings, cached: Mutex::new(Some(solver)) })
+    }
+
+    /// Runs `f` with a core solver: the cached one if free, else a new one. Called detached.
+    fn with_solver<T>(&self, f: impl FnOnce(&mut dyn sinew::Solver) -> sinew::Result<T>) -> PyResult<T> {
+        guard_core(|| {
+            let cached = self.cached.lock().unwrap_or_else(PoisonError::into_inner).take();
+            let mut solver = match cached {
+                Some(s) => s,
+                None => self.method.solver(self.settings)?,
+            };
+            let out = f(solver.as_mut());
+            // Only reached without a panic: a solver that panicked is dropped, not reused.
+            *self.cached.lock().unwrap_or_else(PoisonError::into_inner) = Some(solver);
+            out
+        })
+    }
+}
+
+/// Owned inputs of a solve, read from Python before detaching.
+struct Inputs {
+    rig: Arc<sinew::Rig>,
+    goals: Vec<PyGoal>,
+    start: Pose,
+    root: sinew::RootMode,
+}
+
+fn read_inputs(
+    rig: &PyRig,
+    goals: Vec<PyRef<'_, PyGoal>>,
+    pose: Option<&Bound<'_, PyAny>>,
+    root_translation: Option<&Bound<'_, PyAny>>,
+    root: &str,
+) -> PyResult<Inputs> {
+    let rig = rig.snapshot();
+    let n = rig.len();
+    let goals: Vec<PyGoal> = goals.iter().map(|g| (**g).clone()).collect();
+    let mut start = Pose::rest(n);
+    if let Some(p) = read_opt_f64(pose, "pose", &[Dim::Is(n), Dim::Is(4)])? {
+        start.rotations = quats_from_wxyz(&p);
+    }
+    start.root_translation = read_opt_vec3(root_translation, "root_translation")?.unwrap_or(DVec3::ZERO);
+    Ok(Inputs { rig, goals, start, root: root_mode(root)? })
+}
+
+impl Inputs {
+    /// Builds and validates the core problem (clones the rig: done detached).
+    fn problem(&self) -> sinew::Result<Problem> {
+        let goals = core_goals(&self.goals, &self.rig)?;
+        Problem::new((*self.rig).clone(), goals, self.root)
+    }
+}
+
+#[pymethods]
+impl PySolver {
+    #[new]
+    #[pyo3(signature = (method = "fabrik", max_iterations = 100, tolerance = 1e-4, stall_tolerance = 1e-7))]
+    fn new(method: &str, max_iterations: i64, tolerance: f64, stall_tolerance: f64) -> PyResult<Self> {
+        let method = guard_core(|| Method::from_name(method))?;
+        let max_iterations = u32::try_from(max_iterations).map_err(|_| {
+            SettingsError::new_err(format!("solver setting max_iterations = {max_iterations} is invalid: must be between 1 and {}", u32::MAX))
+        })?;
+        Self::from_core(method, SolveSettings { max_iterations, tolerance, stall_tolerance })
+    }
+
+    fn __repr__(&self) -> String {
+        let s = self.settings;
+        format!(
+            "Solver(method={:?}, max_iterations={}, tolerance={}, stall_tolerance={})",
+            self.method.name(),
+            s.max_iterations,
+            s.tolerance,
+            s.stall_tolerance
+        )
+    }
+
+    #[getter]
+    fn method(&self) -> &'static str {
+        self.method.name()
+    }
+
+    #[getter]
+    fn max_iterations(&self) -> u32 {
+        self.settings.max_iterations
+    }
+
+    #[getter]
+    fn tolerance(&self) -> f64 {
+        self.settings.tolerance
+    }
+
+    #[getter]
+    fn stall_tolerance(&self) -> f64 {
+        self.settings.stall_tolerance
+    }
+
+    /// Solves one pose. Releases the GIL while solving.
+    #[pyo3(signature = (rig, goals, pose = None, root_translation = None, root = "pinned"))]
+    fn solve(
+        &self,
+        py: Python<'_>,
+        rig: PyRef<'_, PyRig>,
+        goals: Vec<PyRef<'_, PyGoal>>,
+        pose: Option<&Bound<'_, PyAny>>,
+        root_translation: Option<&Bound<'_, PyAny>>,
+        root: &str,
+    ) -> PyResult<PySolution> {
+        let inputs = read_inputs(&rig, goals, pose, root_translation, root)?;
+        let n = inputs.rig.len();
+        let sol = py.detach(|| {
+            let problem = guard_core(|| inputs.problem())?;
+            self.with_solver(|s| s.solve(&problem, &inputs.start))
+        })?;
+        PySolution::new(py, &sol, n)
+    }
+
+    /// Solves F frames, each warm-started from the previous one. Releases the GIL while solving.
+    #[pyo3(signature = (rig, goals, targets, orientations = None, pole_targets = None, pose = None, root_translation = None, root = "pinned"))]
+    #[allow(clippy::too_many_arguments)]
+    fn solve_sequence(
+        &self,
+        py: Python<'_>,
+        rig: PyRef<'_, PyRig>,
+        goals: Vec<PyRef<'_, PyGoal>>,
+        targets: &Bound<'_, PyAny>,
+        orientations: Option<&Bound<'_, PyAny>>,
+        pole_targets: Option<&Bound<'_, PyAny>>,
+        pose: Option<&Bound<'_, PyAny>>,
+        root_translation: Option<&Bound<'_, PyAny>>,
+        root: &str,
+    ) -> PyResult<PySequenceResult> {
+        let g = goals.len();
+        let inputs = read_inputs(&rig, goals, pose, root_translation, root)?;
+        let (t, shape) = read_f64(targets, "targets", &[Dim::Any("F"), Dim::Is(g), Dim::Is(3)])?;
+        let frames = shape[0];
+        let targets = vec3s(&t);
+        let orientations: Option<Vec<DQuat>> =
+            read_opt_f64(orientations, "orientations", &[Dim::Is(frames), Dim::Is(g), Dim::Is(4)])?.map(|v| quats_from_wxyz(&v));
+        let poles: Option<Vec<DVec3>> =
+            read_opt_f64(pole_targets, "pole_targets", &[Dim::Is(frames), Dim::Is(g), Dim::Is(3)])?.map(|v| vec3s(&v));
+        let n = inputs.rig.len();
+        let out = py.detach(|| {
+            let problem = guard_core(|| inputs.problem())?;
+            let mut out = SequenceData::with_capacity(frames, n, g);
+            self.with_solver(|s| {
+                let frame_inputs =
+                    FrameTargets { targets: &targets, orientations: orientations.as_deref(), poles: poles.as_deref() };
+                sinew::solve_sequence(s, &problem, &inputs.start, frames, frame_inputs, |_, sol| out.push(sol))
+            })?;
+            Ok::<_, PyErr>(out)
+        })?;
+        out.into_py(py, frames, n, g)
+    }
+}
+
+/// Per-frame results gathered while detached.
+struct SequenceData {
+    rotations: Vec<f64>,
+    roots: Vec<f64>,
+    residuals: Vec<f64>,
+    iterations: Vec<i64>,
+    reached: Vec<bool>,
+    stops: Vec<&'static str>,
+}
+
+impl SequenceData {
+    fn with_capacity(frames: usize, n: usize, g: usize) -> Self {
+        Self {
+            rotations: Vec::with_capacity(frames * n * 4),
+            roots: Vec::with_capacity(frames * 3),
+            residuals: Vec::with_capacity(frames * g),
+            iterations: Vec::with_capacity(frames),
+            reached: Vec::with_capacity(frames),
+            stops: Vec::with_capacity(frames),
+        }
+    }
+
+    fn push(&mut self, sol: &sinew::Solution) {
+        for &q in &sol.pose.rotations {
+            push_wxyz(&mut self.rotations, q);
+        }
+        push_xyz(&mut self.roots, sol.pose.root_translation);
+        self.residuals.extend_from_slice(&sol.residuals);
+        self.iterations.push(i64::from(sol.iterations));
+        self.reached.push(sol.reached);
+        self.stops.push(stop_name(sol.stop));
+    }
+
+    fn into_py(self, py: Python<'_>, frames: usize, n: usize, g: usize) -> PyResult<PySequenceResult> {
+        Ok(PySequenceResult {
+            rotations: to_numpy_py(py, self.rotations, (frames, n, 4))?,
+            root_translations: to_numpy_py(py, self.roots, (frames, 3))?,
+            residuals: to_numpy_py(py, self.residuals, (frames, g))?,
+            iterations: to_numpy_py(py, self.iterations, frames)?,
+            reached: to_numpy_py(py, self.reached, frames)?,
+            stop_reasons: self.stops,
+        })
+    }
+}
+
+/// The result of one solve.
+#[pyclass(module = "sinew._sinew", name = "Solution", frozen)]
+#[derive(Debug)]
+pub(crate) struct PySolution {
+    /// Local rotations (N, 4) wxyz, as Blender's `rotation_quaternion`.
+    #[pyo3(get)]
+    rotations: Py<PyArray2<f64>>,
+    /// Bone 0's translation (3,) in its rest frame, as Blender's `location`.
+    #[pyo3(get)]
+    root_translation: Py<PyArray1<f64>>,
+    #[pyo3(get)]
+    iterations: u32,
+    /// Per goal distance from effector to target (G,).
+    #[pyo3(get)]
+    residuals: Py<PyArray1<f64>>,
+    #[pyo3(get)]
+    reached: bool,
+    #[pyo3(get)]
+    stop_reason: &'static str,
+    worst: f64,
+}
+
+impl PySolution {
+    fn new(py: Python<'_>, sol: &sinew::Solution, n: usize) -> PyResult<Self> {
+        let mut rot = Vec::with_capacity(n * 4);
+        for &q in &sol.pose.rotations {
+            push_wxyz(&mut rot, q);
+        }
+        Ok(Self {
+            rotations: to_numpy_py(py, rot, (n, 4))?,
+            root_translation: to_numpy_py(py, sol.pose.root_translation.to_array().to_vec(), 3)?,
+            iterations: sol.iterations,
+            residuals: to_numpy_py(py, sol.residuals.clone(), sol.residuals.len())?,
+            reached: sol.reached,
+            stop_reason: stop_name(sol.stop),
+            worst: sol.worst_residual(),
+        })
+    }
+}
+
+#[pymethods]
+impl PySolution {
+    /// The largest residual (0 without goals).
+    #[getter]
+    fn worst_residual(&self) -> f64 {
+        self.worst
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<sinew.Solution {} after {} iterations, worst residual {:.3e}>",
+            self.stop_reason, self.iterations, self.worst
+        )
+    }
+}
+
+/// The results of `Solver.solve_sequence`, one row per frame.
+#[pyclass(module = "sinew._sinew", name = "SequenceResult", frozen)]
+#[derive(Debug)]
+pub(crate) struct PySequenceResult {
+    /// (F, N, 4) local rotations wxyz.
+    #[pyo3(get)]
+    rotations: Py<PyArray3<f64>>,
+    /// (F, 3) root translations.
+    #[pyo3(get)]
+    root_translations: Py<PyArray2<f64>>,
+    /// (F, G) residuals.
+    #[pyo3(get)]
+    residuals: Py<PyArray2<f64>>,
+    /// (F,) iterations per frame.
+    #[pyo3(get)]
+    iterations: Py<PyArray1<i64>>,
+    /// (F,) whether every goal was reached.
+    #[pyo3(get)]
+    reached: Py<PyArray1<bool>>,
+    /// Per frame stop reason.
+    #[pyo3(get)]
+    stop_reasons: Vec<&'static str>,
+}
+
+#[pymethods]
+impl PySequenceResult {
+    fn __len__(&self) -> usize {
+        self.stop_reasons.len()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<sinew.SequenceResult of {} frames>", self.stop_reasons.len())
+    }
+}
+
+/// The chain structure of `goals` on `rig`: sub-bases (where chains meet), the bones each goal
+/// moves (effector first), and every bone some goal moves.
+#[pyfunction]
+pub(crate) fn analyze<'py>(py: Python<'py>, rig: PyRef<'py, PyRig>, goals: Vec<PyRef<'py, PyGoal>>) -> PyResult<Bound<'py, PyDict>> {
+    let inputs = read_inputs(&rig, goals, None, None, "pinned")?;
+    let topology = py.detach(|| guard_core(|| Ok(inputs.problem()?.topology().clone())))?;
+    let d = PyDict::new(py);
+    d.set_item("sub_bases", &topology.sub_bases)?;
+    d.set_item("moved", &topology.moved)?;
+    d.set_item("active", &topology.active)?;
+    Ok(d)
+}
+
+/// Reads a problem file: `(rig, goals, solver, start pose (N, 4), root_translation (3,), root mode)`.
+#[pyfunction]
+pub(crate) fn load_problem(py: Python<'_>, text: String) -> PyResult<Bound<'_, PyTuple>> {
+    let loaded = py.detach(move || guard_core(|| sinew::Problem::from_json(&text)))?;
+    let problem = &loaded.problem;
+    let rig = problem.rig();
+    let n = rig.len();
+    let goals: Vec<PyGoal> = problem.goals().iter().map(|g| PyGoal::from_core(g, rig)).collect();
+    let solver = PySolver::from_core(loaded.method, loaded.settings)?;
+    let mut pose = Vec::with_capacity(n * 4);
+    for &q in &loaded.pose.rotations {
+        push_wxyz(&mut pose, q);
+    }
+    let pose: Bound<'_, PyArray2<f64>> = to_numpy(py, pose, (n, 4))?;
+    let root_translation: Bound<'_, PyArray1<f64>> = to_numpy(py, loaded.pose.root_translation.to_array().to_vec(), 3)?;
+    let items: [Bound<'_, PyAny>; 6] = [
+        Bound::new(py, PyRig::from_core(rig.clone()))?.into_any(),
+        goals.into_pyobject(py)?.into_any(),
+        Bound::new(py, solver)?.into_any(),
+        pose.into_any(),
+        root_translation.into_any(),
+        root_mode_name(problem.root()).into_pyobject(py)?.into_any(),
+    ];
+    PyTuple::new(py, items)
+}
