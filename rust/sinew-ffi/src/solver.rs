@@ -1,0 +1,535 @@
+//! `sinew_solver`: a method with its settings and scratch space, and the last solution.
+
+use std::ffi::c_char;
+
+use glam::{DQuat, DVec3};
+use sinew_core::{FrameTargets, Method, Pose, SolveSettings, Solution, Solver, StopReason, solve_sequence};
+
+use crate::args::{self, OutBuf, check_out, copy_exact, get_mut, get_ref, read, write};
+use crate::problem::sinew_problem;
+use crate::rig::{clear_out, hand_out};
+use crate::status::{FfiError, FfiResult, ffi_status, ffi_value, sinew_status};
+
+/// IK methods, for `sinew_settings.method`.
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(non_camel_case_types)]
+pub enum sinew_method {
+    /// Forward And Backward Reaching IK (Aristidou & Lasenby), multi-chain with sub-bases and
+    /// joint limits.
+    Fabrik = 0,
+}
+
+/// Whether bone 0 (the rig's root) may translate, for `sinew_problem_new`.
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(non_camel_case_types)]
+pub enum sinew_root_mode {
+    /// The root's head stays where the start pose puts it.
+    Pinned = 0,
+    /// The root may translate (when some goal's chain reaches it).
+    Free = 1,
+}
+
+/// Why a solve stopped, in `sinew_solve_info.stop_reason`.
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(non_camel_case_types)]
+pub enum sinew_stop_reason {
+    /// Every goal is within tolerance.
+    Converged = 0,
+    /// The effectors stopped moving (targets out of reach or blocked by limits).
+    Stalled = 1,
+    /// The single chain's target is out of reach: it was straightened toward it in one pass.
+    OutOfReach = 2,
+    /// The iteration cap was hit.
+    IterationLimit = 3,
+}
+
+impl sinew_stop_reason {
+    fn from_core(s: StopReason) -> Self {
+        match s {
+            StopReason::Converged => Self::Converged,
+            StopReason::Stalled => Self::Stalled,
+            StopReason::OutOfReach => Self::OutOfReach,
+            StopReason::IterationLimit => Self::IterationLimit,
+        }
+    }
+}
+
+/// Solver choice and settings. Start from `sinew_settings_default` (or
+/// `sinew_problem_settings`) and change what you need.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[allow(non_camel_case_types)]
+pub struct sinew_settings {
+    /// A `sinew_method` value (checked: an unknown number is `SINEW_STATUS_INVALID_SETTING`).
+    pub method: u32,
+    /// Iteration cap, ≥ 1 (default 100).
+    pub max_iterations: u32,
+    /// A goal is reached when its effector is within this distance of its target (rig units,
+    /// > 0; default 1e-4).
+    pub tolerance: f64,
+    /// Stop when no effector moves more than this between two iterations (rig units, ≥ 0;
+    /// default 1e-7).
+    pub stall_tolerance: f64,
+}
+
+impl sinew_settings {
+    pub(crate) fn from_core(method: Method, s: SolveSettings) -> Self {
+        let method = match method {
+            Method::Fabrik => sinew_method::Fabrik,
+        };
+        Self {
+            method: method as u32,
+            max_iterations: s.max_iterations,
+            tolerance: s.tolerance,
+            stall_tolerance: s.stall_tolerance,
+        }
+    }
+
+    fn to_core(self) -> FfiResult<(Method, SolveSettings)> {
+        let method = match self.method {
+            0 => Method::Fabrik,
+            m => {
+                return Err(FfiError::new(
+                    sinew_status::InvalidSetting,
+                    format!("method {m} is not a sinew_method (0 = fabrik)"),
+                ));
+            }
+        };
+        let settings = SolveSettings {
+            max_iterations: self.max_iterations,
+            tolerance: self.tolerance,
+            stall_tolerance: self.stall_tolerance,
+        }
+        .validated()?;
+        Ok((method, settings))
+    }
+}
+
+/// A summary of one solve.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[allow(non_camel_case_types)]
+pub struct sinew_solve_info {
+    /// Iterations used.
+    pub iterations: u32,
+    /// A `sinew_stop_reason` value.
+    pub stop_reason: u32,
+    /// Whether every goal is within tolerance.
+    pub reached: bool,
+    /// Number of bones (rotations hold 4× this many doubles).
+    pub bone_count: usize,
+    /// Number of goals (one residual each).
+    pub goal_count: usize,
+    /// The largest residual (0 without goals).
+    pub worst_residual: f64,
+}
+
+impl sinew_solve_info {
+    fn of(s: &Solution) -> Self {
+        Self {
+            iterations: s.iterations,
+            stop_reason: sinew_stop_reason::from_core(s.stop) as u32,
+            reached: s.reached,
+            bone_count: s.pose.rotations.len(),
+            goal_count: s.residuals.len(),
+            worst_residual: s.worst_residual(),
+        }
+    }
+}
+
+/// A solver: one method with its settings, its scratch space (so solving again allocates little)
+/// and the last solution, read with `sinew_solver_rotations`, `sinew_solver_root_translation`,
+/// `sinew_solver_residuals` and `sinew_solver_info`.
+///
+/// **Ownership.** Created by `sinew_solver_new`, owned by the caller, released with
+/// `sinew_solver_free` exactly once. It keeps no pointer to any problem.
+///
+/// **Threads.** A solver may be moved between threads but is used by one thread at a time: no
+/// call on a solver may run concurrently with another call on the same solver (reads included,
+/// since a solve replaces the last solution). Use one solver per thread.
+#[derive(Debug)]
+#[allow(non_camel_case_types)]
+pub struct sinew_solver {
+    method: Method,
+    settings: SolveSettings,
+    solver: Box<dyn Solver>,
+    last: Option<Solution>,
+}
+
+impl sinew_solver {
+    fn last(&self) -> FfiResult<&Solution> {
+        self.last
+            .as_ref()
+            .ok_or_else(|| FfiError::new(sinew_status::NoSolution, "the solver has not solved anything yet"))
+    }
+}
+
+/// Fills `*out_settings` with the defaults: FABRIK, 100 iterations, tolerance 1e-4, stall
+/// tolerance 1e-7.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sinew_settings_default(out_settings: *mut sinew_settings) -> sinew_status {
+    ffi_status!({
+        let s = sinew_settings::from_core(Method::default(), SolveSettings::default());
+        // SAFETY: writable by contract.
+        unsafe { write(out_settings, s, "out_settings") }
+    })
+}
+
+/// The name of method `method` (e.g. `"fabrik"`), a static NUL-terminated string, or NULL for a
+/// number that is not a `sinew_method`. Do not free.
+#[unsafe(no_mangle)]
+pub extern "C" fn sinew_method_name(method: u32) -> *const c_char {
+    match method {
+        0 => c"fabrik".as_ptr(),
+        _ => std::ptr::null(),
+    }
+}
+
+/// The name of stop reason `stop_reason` (`"converged"`, `"stalled"`, `"out_of_reach"`,
+/// `"iteration_limit"`, as in the JSON solution), a static string, or NULL for an unknown
+/// number. Do not free.
+#[unsafe(no_mangle)]
+pub extern "C" fn sinew_stop_reason_name(stop_reason: u32) -> *const c_char {
+    match stop_reason {
+        0 => c"converged".as_ptr(),
+        1 => c"stalled".as_ptr(),
+        2 => c"out_of_reach".as_ptr(),
+        3 => c"iteration_limit".as_ptr(),
+        _ => std::ptr::null(),
+    }
+}
+
+/// Creates a solver with `*settings` (NULL for the defaults). On success `*out_solver` receives
+/// a new solver (free it with `sinew_solver_free`); on failure it is set to NULL.
+///
+/// Errors: `NULL_ARGUMENT` (`out_solver`), `MISALIGNED_POINTER`, `INVALID_SETTING`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sinew_solver_new(
+    settings: *const sinew_settings,
+    out_solver: *mut *mut sinew_solver,
+) -> sinew_status {
+    ffi_status!({
+        clear_out(out_solver, "out_solver")?;
+        let (method, settings) = if settings.is_null() {
+            (Method::default(), SolveSettings::default())
+        } else {
+            // SAFETY: a readable struct by contract.
+            unsafe { read(settings, "settings") }?.to_core()?
+        };
+        let solver = method.solver(settings)?;
+        hand_out(out_solver, sinew_solver { method, settings, solver, last: None })
+    })
+}
+
+/// Frees a solver. `NULL` is a no-op. The pointer must not be used afterwards.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sinew_solver_free(solver: *mut sinew_solver) {
+    ffi_value!((), {
+        if !solver.is_null() && solver.is_aligned() {
+            // SAFETY: made by `Box::into_raw` here and freed once (contract).
+            drop(unsafe { Box::from_raw(solver) });
+        }
+    })
+}
+
+/// Writes the solver's settings to `*out_settings`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sinew_solver_get_settings(
+    solver: *const sinew_solver,
+    out_settings: *mut sinew_settings,
+) -> sinew_status {
+    ffi_status!({
+        // SAFETY: a live solver; writable output (contract).
+        let s = unsafe { get_ref(solver, "solver") }?;
+        unsafe { write(out_settings, sinew_settings::from_core(s.method, s.settings), "out_settings") }
+    })
+}
+
+/// Changes the solver's method and settings. The last solution is kept. On error nothing
+/// changes.
+///
+/// Errors: `NULL_ARGUMENT`, `MISALIGNED_POINTER`, `INVALID_SETTING`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sinew_solver_set_settings(
+    solver: *mut sinew_solver,
+    settings: *const sinew_settings,
+) -> sinew_status {
+    ffi_status!({
+        // SAFETY: a live solver (exclusive) and a readable struct by contract.
+        let s = unsafe { get_mut(solver, "solver") }?;
+        let (method, settings) = unsafe { read(settings, "settings") }?.to_core()?;
+        s.solver = method.solver(settings)?;
+        s.method = method;
+        s.settings = settings;
+        Ok(())
+    })
+}
+
+/// The start pose: given arrays, or the problem's own start pose for NULL ones.
+///
+/// # Safety
+/// NULL or `rotations_len` doubles at `rotations`; NULL or 3 doubles at `root`.
+unsafe fn start_pose(p: &sinew_problem, rotations: *const f64, rotations_len: usize, root: *const f64) -> FfiResult<Pose> {
+    let n = p.problem.rig().len();
+    let mut pose = p.start.clone();
+    if !rotations.is_null() {
+        // SAFETY: forwarded contract.
+        let r = unsafe { copy_exact(rotations, rotations_len, args::mul(n, 4, "start_rotations")?, "start_rotations") }?;
+        pose.rotations = r.chunks_exact(4).map(args::quat_wxyz).collect();
+    } else if rotations_len != 0 {
+        return Err(FfiError::new(sinew_status::NullArgument, "start_rotations is NULL but start_rotations_len is not 0"));
+    }
+    if !root.is_null() {
+        // SAFETY: forwarded contract.
+        pose.root_translation = args::vec3(unsafe { args::read_array::<3>(root, "start_root_translation") }?);
+    }
+    Ok(pose)
+}
+
+/// Checks per-frame orientations and poles of the goals that use them, so that a bad frame is
+/// reported before any frame is solved (the core checks targets up front itself).
+fn check_frame_inputs(p: &sinew_problem, orientations: Option<&[DQuat]>, poles: Option<&[DVec3]>) -> FfiResult<()> {
+    let goals = p.problem.goals();
+    let g = goals.len().max(1);
+    let bad = |k: usize, what: &str| {
+        FfiError::new(sinew_status::InvalidGoal, format!("goal {}: {what} at frame {} is not finite or zero", k % g, k / g))
+    };
+    for (k, q) in orientations.unwrap_or(&[]).iter().enumerate() {
+        if goals[k % g].orientation.is_some() && !(q.is_finite() && q.length() > 1e-9) {
+            return Err(bad(k, "orientation"));
+        }
+    }
+    for (k, t) in poles.unwrap_or(&[]).iter().enumerate() {
+        if goals[k % g].pole.is_some() && !t.is_finite() {
+            return Err(bad(k, "pole target"));
+        }
+    }
+    Ok(())
+}
+
+/// Solves `problem` once, keeping the solution in the solver.
+///
+/// The solve starts from `start_rotations` (N quaternions `[w, x, y, z]`, local to each bone's
+/// rest frame, `start_rotations_len` = 4·N doubles) and `start_root_translation` (3 doubles:
+/// bone 0's translation in its rest frame); pass NULL (and length 0) for either to use the
+/// problem's start pose. To track a moving target, pass the previous solution's rotations.
+///
+/// `out_info` (may be NULL) receives a summary. Not reaching every goal is not an error: see
+/// `out_info->reached` and `stop_reason`. Read the pose with `sinew_solver_rotations`.
+///
+/// Errors: `NULL_ARGUMENT`, `MISALIGNED_POINTER`, `SHAPE_MISMATCH` (`start_rotations_len` ≠
+/// 4·N), `NON_FINITE` (a NaN or zero start quaternion, a NaN translation).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sinew_solver_solve(
+    solver: *mut sinew_solver,
+    problem: *const sinew_problem,
+    start_rotations: *const f64,
+    start_rotations_len: usize,
+    start_root_translation: *const f64,
+    out_info: *mut sinew_solve_info,
+) -> sinew_status {
+    ffi_status!({
+        // SAFETY: a live solver (exclusive), a live problem, and the start arrays as documented.
+        let s = unsafe { get_mut(solver, "solver") }?;
+        let p = unsafe { get_ref(problem, "problem") }?;
+        if !out_info.is_null() {
+            check_out(out_info, "out_info")?;
+        }
+        let start = unsafe { start_pose(p, start_rotations, start_rotations_len, start_root_translation) }?;
+        let solution = s.solver.solve(&p.problem, &start)?;
+        let info = sinew_solve_info::of(&solution);
+        s.last = Some(solution);
+        if !out_info.is_null() {
+            // SAFETY: checked; writable by contract.
+            unsafe { write(out_info, info, "out_info") }?;
+        }
+        Ok(())
+    })
+}
+
+/// Copies the last solution's local rotations, N quaternions `[w, x, y, z]` (relative to each
+/// bone's rest frame, as Blender's `pose_bone.rotation_quaternion`), into `out_rotations`
+/// (`out_rotations_len` ≥ 4·N doubles).
+///
+/// Errors: `NULL_ARGUMENT`, `MISALIGNED_POINTER`, `BUFFER_TOO_SMALL`, `NO_SOLUTION`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sinew_solver_rotations(
+    solver: *const sinew_solver,
+    out_rotations: *mut f64,
+    out_rotations_len: usize,
+) -> sinew_status {
+    ffi_status!({
+        // SAFETY: a live solver and an output buffer of the stated length (contract).
+        let sol = unsafe { get_ref(solver, "solver") }?.last()?;
+        let n = sol.pose.rotations.len();
+        let out = unsafe { OutBuf::new(out_rotations, out_rotations_len, args::mul(n, 4, "rotations")?, "out_rotations") }?;
+        for (i, q) in sol.pose.rotations.iter().enumerate() {
+            out.set_all(4 * i, args::wxyz(*q));
+        }
+        Ok(())
+    })
+}
+
+/// Copies the last solution's root translation (bone 0's translation in its rest frame, as
+/// Blender's `pose_bone.location`) into `out_translation` (3 doubles).
+///
+/// Errors: `NULL_ARGUMENT`, `MISALIGNED_POINTER`, `NO_SOLUTION`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sinew_solver_root_translation(
+    solver: *const sinew_solver,
+    out_translation: *mut f64,
+) -> sinew_status {
+    ffi_status!({
+        // SAFETY: a live solver and 3 writable doubles (contract).
+        let s = unsafe { get_ref(solver, "solver") }?;
+        let out = unsafe { OutBuf::new(out_translation, 3, 3, "out_translation") }?;
+        let sol = s.last()?;
+        out.set_all(0, sol.pose.root_translation.to_array());
+        Ok(())
+    })
+}
+
+/// Copies the last solution's residuals, one distance per goal from effector to target, into
+/// `out_residuals` (`out_residuals_len` ≥ the goal count; NULL allowed without goals).
+///
+/// Errors: `NULL_ARGUMENT`, `MISALIGNED_POINTER`, `BUFFER_TOO_SMALL`, `NO_SOLUTION`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sinew_solver_residuals(
+    solver: *const sinew_solver,
+    out_residuals: *mut f64,
+    out_residuals_len: usize,
+) -> sinew_status {
+    ffi_status!({
+        // SAFETY: a live solver and an output buffer of the stated length (contract).
+        let sol = unsafe { get_ref(solver, "solver") }?.last()?;
+        let out = unsafe { OutBuf::new(out_residuals, out_residuals_len, sol.residuals.len(), "out_residuals") }?;
+        out.set_all(0, sol.residuals.iter().copied());
+        Ok(())
+    })
+}
+
+/// Writes the last solution's summary (iterations, stop reason, reached, counts, worst residual)
+/// to `*out_info`.
+///
+/// Errors: `NULL_ARGUMENT`, `MISALIGNED_POINTER`, `NO_SOLUTION`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sinew_solver_info(solver: *const sinew_solver, out_info: *mut sinew_solve_info) -> sinew_status {
+    ffi_status!({
+        // SAFETY: a live solver; writable output (contract).
+        let s = unsafe { get_ref(solver, "solver") }?;
+        check_out(out_info, "out_info")?;
+        let info = sinew_solve_info::of(s.last()?);
+        unsafe { write(out_info, info, "out_info") }
+    })
+}
+
+/// Solves `frames` frames of an animation, each warm-started from the previous frame's solution
+/// (frame 0 from the start pose, as in `sinew_solver_solve`), writing every frame's result into
+/// caller-provided buffers. The solver keeps the last frame's solution. Quaternions are
+/// sign-continuous from frame to frame, so they can be keyed directly.
+///
+/// With N bones, G goals and F = `frames`, lengths counted in elements:
+/// - `targets`: F·G·3 doubles, `targets[(f·G + g)·3 + k]` (`targets_len` must equal it);
+/// - `orientations_wxyz`: NULL, or F·G·4 doubles `[w, x, y, z]` (used for goals that have an
+///   orientation, ignored for the others);
+/// - `pole_targets`: NULL, or F·G·3 doubles (used for goals that have a pole);
+/// - `out_rotations`: ≥ F·N·4 doubles, `[(f·N + i)·4 + (w, x, y, z)]`;
+/// - `out_root_translations`: ≥ F·3 doubles;
+/// - `out_residuals`: ≥ F·G doubles (may be NULL when G = 0);
+/// - `out_infos`: NULL, or ≥ F `sinew_solve_info`.
+///
+/// Every input and buffer length is checked before the first frame is solved, so on error no
+/// output has been written.
+///
+/// Errors: `NULL_ARGUMENT`, `MISALIGNED_POINTER`, `SHAPE_MISMATCH` (an input length),
+/// `BUFFER_TOO_SMALL` (an output length), `INVALID_GOAL` (a non-finite target), `NON_FINITE`,
+/// `INVALID_ARGUMENT` (sizes that overflow).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sinew_solver_solve_sequence(
+    solver: *mut sinew_solver,
+    problem: *const sinew_problem,
+    start_rotations: *const f64,
+    start_rotations_len: usize,
+    start_root_translation: *const f64,
+    frames: usize,
+    targets: *const f64,
+    targets_len: usize,
+    orientations_wxyz: *const f64,
+    orientations_wxyz_len: usize,
+    pole_targets: *const f64,
+    pole_targets_len: usize,
+    out_rotations: *mut f64,
+    out_rotations_len: usize,
+    out_root_translations: *mut f64,
+    out_root_translations_len: usize,
+    out_residuals: *mut f64,
+    out_residuals_len: usize,
+    out_infos: *mut sinew_solve_info,
+    out_infos_len: usize,
+) -> sinew_status {
+    ffi_status!({
+        // SAFETY (all blocks below): live handles (the solver exclusive) and arrays of the
+        // stated lengths, by the header's contract. Inputs are copied before outputs are
+        // written, so aliasing between them is harmless.
+        let s = unsafe { get_mut(solver, "solver") }?;
+        let p = unsafe { get_ref(problem, "problem") }?;
+        let n = p.problem.rig().len();
+        let g = p.problem.goals().len();
+        let fg = args::mul(frames, g, "frames × goals")?;
+        let start = unsafe { start_pose(p, start_rotations, start_rotations_len, start_root_translation) }?;
+        let targets: Vec<DVec3> = unsafe { copy_exact(targets, targets_len, args::mul(fg, 3, "targets")?, "targets") }?
+            .chunks_exact(3)
+            .map(|t| DVec3::new(t[0], t[1], t[2]))
+            .collect();
+        let orientations: Option<Vec<DQuat>> = if orientations_wxyz.is_null() {
+            None
+        } else {
+            let o = unsafe {
+                copy_exact(orientations_wxyz, orientations_wxyz_len, args::mul(fg, 4, "orientations")?, "orientations_wxyz")
+            }?;
+            Some(o.chunks_exact(4).map(args::quat_wxyz).collect())
+        };
+        let poles: Option<Vec<DVec3>> = if pole_targets.is_null() {
+            None
+        } else {
+            let o = unsafe { copy_exact(pole_targets, pole_targets_len, args::mul(fg, 3, "pole_targets")?, "pole_targets") }?;
+            Some(o.chunks_exact(3).map(|t| DVec3::new(t[0], t[1], t[2])).collect())
+        };
+        let rot = unsafe {
+            OutBuf::new(out_rotations, out_rotations_len, args::mul(args::mul(frames, n, "rotations")?, 4, "rotations")?, "out_rotations")
+        }?;
+        let root = unsafe {
+            OutBuf::new(out_root_translations, out_root_translations_len, args::mul(frames, 3, "root")?, "out_root_translations")
+        }?;
+        let res = unsafe { OutBuf::new(out_residuals, out_residuals_len, fg, "out_residuals") }?;
+        let infos = if out_infos.is_null() {
+            None
+        } else {
+            Some(unsafe { OutBuf::new(out_infos, out_infos_len, frames, "out_infos") }?)
+        };
+        check_frame_inputs(p, orientations.as_deref(), poles.as_deref())?;
+        if frames == 0 {
+            return Ok(());
+        }
+        let inputs = FrameTargets { targets: &targets, orientations: orientations.as_deref(), poles: poles.as_deref() };
+        let mut last = None;
+        solve_sequence(s.solver.as_mut(), &p.problem, &start, frames, inputs, |f, sol| {
+            for (i, q) in sol.pose.rotations.iter().enumerate() {
+                rot.set_all((f * n + i) * 4, args::wxyz(*q));
+            }
+            root.set_all(f * 3, sol.pose.root_translation.to_array());
+            res.set_all(f * g, sol.residuals.iter().copied());
+            if let Some(infos) = &infos {
+                infos.set(f, sinew_solve_info::of(sol));
+            }
+            if f + 1 == frames {
+                last = Some(sol.clone());
+            }
+        })?;
+        s.last = last;
+        Ok(())
+    })
+}
