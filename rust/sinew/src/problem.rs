@@ -37,6 +37,12 @@ pub struct Topology {
     pub(crate) effector_goals: Vec<Vec<usize>>,
     /// Per bone: whether some goal moves it.
     pub(crate) is_active: Vec<bool>,
+    /// Per bone moved by exactly one goal: that goal and the chain's reach from the bone's head
+    /// to the goal's effector point (sum of the links along the chain).
+    pub(crate) lone_goal: Vec<Option<(usize, f64)>>,
+    /// Per goal: the bones only it moves that form a free, connected serial chain ending at its
+    /// effector (top first), when there are at least two of them.
+    pub(crate) free_tails: Vec<Option<Vec<usize>>>,
     /// For a single position goal on a chain of free, connected bones with a pinned top: the
     /// chain from its top down (FABRIK runs Alg. 1 on it as it is).
     pub(crate) serial_chain: Option<Vec<usize>>,
@@ -77,6 +83,48 @@ impl Topology {
             }
             t.moved.push(chain);
         }
+        let mut goal_count = vec![0usize; n];
+        for chain in &t.moved {
+            for &b in chain {
+                goal_count[b] += 1;
+            }
+        }
+        t.lone_goal = vec![None; n];
+        for (gi, (g, chain)) in goals.iter().zip(&t.moved).enumerate() {
+            let mut reach = if g.use_tail { rig.bone(g.bone).length } else { 0.0 };
+            for (k, &b) in chain.iter().enumerate() {
+                if k > 0 {
+                    reach += rig.bone(chain[k - 1]).rest_head.length();
+                }
+                if goal_count[b] == 1 {
+                    t.lone_goal[b] = Some((gi, reach));
+                }
+            }
+        }
+        t.free_tails = goals
+            .iter()
+            .enumerate()
+            .map(|(gi, g)| {
+                if !g.use_tail {
+                    return None;
+                }
+                let chain = &t.moved[gi];
+                let mut tail = Vec::new();
+                for (k, &b) in chain.iter().enumerate() {
+                    let lone = matches!(t.lone_goal[b], Some((only, _)) if only == gi);
+                    let connected = k == 0 || {
+                        let below = rig.bone(chain[k - 1]);
+                        (below.rest_head - DVec3::new(0.0, rig.bone(b).length, 0.0)).length() <= 1e-9 * rig.bone(b).length.max(1.0)
+                    };
+                    if !lone || !connected || !rig.bone(b).limit.is_free() {
+                        break;
+                    }
+                    tail.push(b);
+                }
+                tail.reverse();
+                (tail.len() >= 2).then_some(tail)
+            })
+            .collect();
         t.active = (0..n).filter(|&i| is_active[i]).collect();
         t.is_active = is_active;
         t.sub_bases = (0..n)

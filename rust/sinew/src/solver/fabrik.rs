@@ -30,10 +30,18 @@ use crate::problem::{Problem, RootMode};
 use crate::rig::Rig;
 use crate::rotations::{aim_chain, local_rotations, turn_toward};
 
-/// The serial solver finishes in closed form once the gap is below this fraction of where it
-/// started (see [`finish_exactly`]): small enough that the last bones take up at most 1% of the
-/// motion, so tracking stays FABRIK's.
+/// Chains finish in closed form once the gap is below this fraction of where it started (see
+/// [`finish_exactly`] and [`finish_threshold`]): the last bones take up at most 1% of the motion,
+/// so the pose stays FABRIK's.
 const FINISH_FRACTION: f64 = 0.01;
+
+/// The gap below which a chain is finished in closed form: [`FINISH_FRACTION`] of the gap the
+/// solve started with, but never less than ten tolerances (tracking moves targets by little, and
+/// FABRIK's linear convergence would otherwise crawl the last stretch).
+#[inline]
+fn finish_threshold(initial_gap: f64, tolerance: f64) -> f64 {
+    (FINISH_FRACTION * initial_gap).max(10.0 * tolerance)
+}
 
 /// How far (radians) a straight joint with a preferred bend is nudged before solving.
 const BEND_NUDGE: f64 = 0.05;
@@ -152,7 +160,7 @@ impl Fabrik {
             let mut it = 0;
             let mut stop = StopReason::IterationLimit;
             let mut last_end = p[m];
-            let finish_below = FINISH_FRACTION * (p[m] - target).length();
+            let finish_below = finish_threshold((p[m] - target).length(), s.tolerance);
             while it < s.max_iterations {
                 let gap = (p[m] - target).length_squared();
                 if gap <= tol2 || (gap <= finish_below * finish_below && finish_exactly(p, &lengths, target)) {
@@ -269,6 +277,8 @@ impl Fabrik {
         let tol = s.tolerance;
         let mut stop = StopReason::IterationLimit;
         let mut it = 0;
+        let finish_below: Vec<f64> =
+            goals.iter().zip(&self.effectors).map(|(g, e)| finish_threshold((*e - g.target).length(), tol)).collect();
         while it < s.max_iterations {
             if goals.iter().zip(&self.effectors).all(|(g, e)| (*e - g.target).length() <= tol) {
                 stop = StopReason::Converged;
@@ -278,6 +288,7 @@ impl Fabrik {
             self.apply_poles(problem);
             self.forward_stage(problem);
             self.backward_stage(problem, root_head);
+            self.finish_free_tails(problem, &finish_below);
             let mut moved = 0.0f64;
             for (g, e) in goals.iter().zip(self.effectors.iter_mut()) {
                 let now = self.frames.effector(g.bone, g.use_tail);
@@ -291,6 +302,38 @@ impl Fabrik {
         }
         let _ = (rig, topo);
         (it, stop)
+    }
+
+    /// Closes the last gap of each goal whose own bones end in a free serial chain, in closed
+    /// form ([`finish_exactly`]), once FABRIK has brought it within `finish_below[g]`.
+    fn finish_free_tails(&mut self, problem: &Problem, finish_below: &[f64]) {
+        let rig = problem.rig();
+        let topo = problem.topology();
+        let mut changed = false;
+        for (gi, g) in problem.goals().iter().enumerate() {
+            let Some(tail) = topo.free_tails[gi].as_deref() else { continue };
+            if g.orientation.is_some() || g.pole.is_some() {
+                continue;
+            }
+            let gap = (self.frames.tails[g.bone] - g.target).length();
+            if gap > finish_below[gi] {
+                continue;
+            }
+            self.joints.clear();
+            self.joints.push(self.frames.heads[tail[0]]);
+            self.joints.extend(tail.iter().map(|&b| self.frames.tails[b]));
+            if finish_exactly(&mut self.joints, &|k| rig.bone(tail[k]).length, g.target) {
+                aim_chain(rig, tail, &self.joints, &mut self.frames);
+                for &b in tail {
+                    let parent = rig.bone(b).parent.map_or(DQuat::IDENTITY, |p| self.frames.rotations[p]);
+                    self.locals[b] = rig.local_from_world(b, parent, self.frames.rotations[b]);
+                }
+                changed = true;
+            }
+        }
+        if changed {
+            self.refresh_inactive(rig, &topo.is_active);
+        }
     }
 
     /// Turns each poled chain about its axis (chain top's head → target) so the top bone's
@@ -341,6 +384,9 @@ impl Fabrik {
             }
             let old_head = self.frames.heads[b];
             let old_rot = self.frames.rotations[b];
+            if self.pulls.len() > 1 {
+                self.reach_aware_pulls(problem, b, old_head, old_rot);
+            }
             let (rot, head) = if let Some(q) = orientation {
                 // The effector's frame is given: place it rigidly (weighted mean of its pulls).
                 let wsum: f64 = self.pulls.iter().map(|p| p.weight).sum();
@@ -446,6 +492,9 @@ impl Fabrik {
                         orientation = g.orientation;
                     }
                 }
+                if self.pulls.len() > 1 {
+                    self.reach_aware_pulls(problem, b, head, current);
+                }
                 let two_bone = match topo.pulls[b].as_slice() {
                     [(c, _)] if orientation.is_none() && self.pulls.len() == 1 => {
                         self.two_bone_step(problem, b, *c, base, head, current)
@@ -525,6 +574,25 @@ fn finish_exactly(p: &mut [DVec3], lengths: &impl Fn(usize) -> f64, target: DVec
 }
 
 impl Fabrik {
+    /// At a sub-base `b` (head `head`, rotation `rot`): a child chain that carries a single goal
+    /// asks the sub-base to move only as far as the chain cannot reach. Its pull goes to its
+    /// current attachment when its target is within the chain's reach from there, and otherwise
+    /// toward the target by the shortfall. Plain FABRIK pulls the sub-base to every child's
+    /// forward estimate, so chains with slack drag it around and multi-chain solves crawl
+    /// (§3.7.1's centroid converges slowly); this way the sub-base moves only for chains that
+    /// need it, and each chain then closes its own gap.
+    fn reach_aware_pulls(&mut self, problem: &Problem, b: usize, head: DVec3, rot: DQuat) {
+        let topo = problem.topology();
+        let rig = problem.rig();
+        for (pull, &(c, _)) in self.pulls.iter_mut().zip(&topo.pulls[b]) {
+            let Some((g, reach)) = topo.lone_goal[c] else { continue };
+            let attach = head + rot * rig.bone(c).rest_head;
+            let to_target = problem.goals()[g].target - attach;
+            let dist = to_target.length();
+            pull.target = if dist <= reach { attach } else { attach + to_target * ((dist - reach) / dist) };
+        }
+    }
+
     /// When one thing pulls bone `c` (its single active child, or one position goal): the pulled
     /// point in `c`'s frame and where it should go.
     fn single_pull(&self, problem: &Problem, c: usize) -> Option<(DVec3, DVec3)> {
