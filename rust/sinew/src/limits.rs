@@ -170,7 +170,7 @@ impl JointLimit {
             }
             Swing::Free if self.twist.is_none() => local,
             _ => {
-                let (mut swing, mut twist) = swing_twist(local, DVec3::Y);
+                let (mut swing, mut twist) = self.split(local);
                 if let Swing::Cone(c) = self.swing {
                     swing = c.clamp_swing(swing);
                 }
@@ -205,6 +205,18 @@ impl JointLimit {
         self.violation(mirrored) < 1e-9
     }
 
+    /// Swing–twist split of `local` about Y. A half-turn swing has no defined twist (every
+    /// twist composes to another half turn), so there the twist is chosen inside the twist range
+    /// (nearest zero) rather than read as zero.
+    fn split(&self, local: DQuat) -> (DQuat, DQuat) {
+        if local.w * local.w + local.y * local.y < 1e-18 {
+            let angle = self.twist.map_or(0.0, |t| 0.0f64.clamp(t.min, t.max));
+            let twist = DQuat::from_rotation_y(angle);
+            return ((local * twist.conjugate()).normalize(), twist);
+        }
+        swing_twist(local, DVec3::Y)
+    }
+
     /// A cheap measure of how far `local` is outside the limit (0 inside, growing with the
     /// distance outside, radians-like): solvers use it to compare candidate rotations without
     /// projecting each one. Locks are not measured here.
@@ -218,7 +230,7 @@ impl JointLimit {
             }
             Swing::Free if self.twist.is_none() => 0.0,
             _ => {
-                let (swing, twist) = swing_twist(local, DVec3::Y);
+                let (swing, twist) = self.split(local);
                 let mut e = 0.0;
                 if let Swing::Cone(c) = self.swing {
                     let r = rotation_vector(swing);

@@ -116,7 +116,9 @@ impl Topology {
                         let below = rig.bone(chain[k - 1]);
                         (below.rest_head - DVec3::new(0.0, rig.bone(b).length, 0.0)).length() <= 1e-9 * rig.bone(b).length.max(1.0)
                     };
-                    if !lone || !connected || !rig.bone(b).limit.is_free() {
+                    // Moving the bone must not carry another goal's bones along.
+                    let carries_other = rig.children(b).iter().any(|&ch| is_active[ch] && (k == 0 || ch != chain[k - 1]));
+                    if !lone || !connected || carries_other || !rig.bone(b).limit.is_free() {
                         break;
                     }
                     tail.push(b);
