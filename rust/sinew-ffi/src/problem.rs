@@ -261,8 +261,8 @@ pub unsafe extern "C" fn sinew_problem_rig(problem: *const sinew_problem, out_ri
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn sinew_problem_set_rig(problem: *mut sinew_problem, rig: *const sinew_rig) -> sinew_status {
     ffi_status!({
-        // SAFETY: a live problem (exclusive) and a live rig by contract. `get_ref` first: a
-        // caller passing one pointer as both is caught by the type difference at compile time.
+        // SAFETY: a live rig and a live problem, not used elsewhere during the call (contract);
+        // they are distinct objects since they have distinct types.
         let rig = unsafe { get_ref(rig, "rig") }?;
         let p = unsafe { get_mut(problem, "problem") }?;
         let goals = p.problem.goals().to_vec();

@@ -1,0 +1,234 @@
+//! Runs the built `sinew` binary on good and bad problem files.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use sinew::{Problem, SolutionFile};
+
+fn data(file: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data").join(file)
+}
+
+fn sinew(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sinew")).args(args).output().expect("run sinew")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).unwrap()
+}
+
+/// A scratch file with `text`, unique per test.
+fn scratch(test: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("sinew-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(format!("{test}.json"));
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn chain_text() -> String {
+    std::fs::read_to_string(data("ffi_chain10.json")).unwrap()
+}
+
+#[track_caller]
+fn assert_fails(o: &Output, code: i32, needles: &[&str]) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(code), "stderr: {err}\nstdout: {}", stdout(o));
+    for n in needles {
+        assert!(err.contains(n), "stderr lacks {n:?}: {err}");
+    }
+    assert!(o.stdout.is_empty(), "nothing on stdout on failure: {}", stdout(o));
+}
+
+fn core_solution(path: &Path, tweak: impl FnOnce(&mut sinew::SolveSettings)) -> sinew::Solution {
+    let lp = Problem::from_json(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut settings = lp.settings;
+    tweak(&mut settings);
+    lp.method.solver(settings).unwrap().solve(&lp.problem, &lp.pose).unwrap()
+}
+
+#[track_caller]
+fn assert_close(got: &[[f64; 4]], want: &[[f64; 4]], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    for (g, w) in got.iter().zip(want) {
+        for (a, b) in g.iter().zip(w) {
+            assert!((a - b).abs() <= 1e-15, "{what}: {g:?} vs core {w:?}");
+        }
+    }
+}
+
+#[test]
+fn solve_prints_the_core_solution_as_json() {
+    for f in ["ffi_chain10.json", "ffi_y_shape.json", "ffi_humanoid13.json"] {
+        let path = data(f);
+        let o = sinew(&["solve", path.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let sol: SolutionFile = serde_json::from_str(&stdout(&o)).unwrap();
+        let core = core_solution(&path, |_| {});
+        assert_eq!(sol.format, "sinew.solution/1");
+        assert_eq!(sol.iterations, core.iterations);
+        assert_eq!(sol.reached, core.reached);
+        assert_eq!(sol.stop, core.stop);
+        assert_eq!(sol.residuals.len(), core.residuals.len());
+        assert!(sol.residuals.iter().zip(&core.residuals).all(|(a, b)| (a - b).abs() <= 1e-15));
+        let want: Vec<[f64; 4]> = core.pose.rotations.iter().map(|q| [q.w, q.x, q.y, q.z]).collect();
+        // The CLI writes each f64 exactly (shortest round-trip form), but serde_json's default
+        // parser, used here to read it back, may be 1 ULP off.
+        assert_close(&sol.rotations, &want, f);
+        let lp = Problem::from_json(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let names: Vec<String> = lp.problem.rig().bones().iter().map(|b| b.name.clone()).collect();
+        assert_eq!(sol.bones, names);
+    }
+}
+
+#[test]
+fn solve_options_override_the_file() {
+    let path = data("ffi_humanoid13.json");
+    let p = path.to_str().unwrap();
+    let o = sinew(&["solve", p, "--iterations", "1", "--method", "fabrik", "--tolerance=0.5", "--stall-tolerance", "0"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let sol: SolutionFile = serde_json::from_str(&stdout(&o)).unwrap();
+    let core = core_solution(&path, |s| {
+        s.max_iterations = 1;
+        s.tolerance = 0.5;
+        s.stall_tolerance = 0.0;
+    });
+    assert!(sol.iterations <= 1);
+    assert_eq!(sol.iterations, core.iterations);
+    assert_eq!(sol.reached, core.reached);
+    assert_close(&sol.rotations, &core.pose.rotations.iter().map(|q| [q.w, q.x, q.y, q.z]).collect::<Vec<_>>(), "overrides");
+
+    // --output writes the file and nothing to stdout.
+    let out = std::env::temp_dir().join(format!("sinew-cli-out-{}.json", std::process::id()));
+    let o = sinew(&["solve", p, "-o", out.to_str().unwrap()]);
+    assert!(o.status.success() && o.stdout.is_empty(), "{}", stderr(&o));
+    let written: SolutionFile = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(written.bones.len(), 13);
+    let _ = std::fs::remove_file(out);
+}
+
+#[test]
+fn solve_reads_standard_input() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sinew"))
+        .args(["solve", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(chain_text().as_bytes()).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let sol: SolutionFile = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(sol.bones.len(), 10);
+}
+
+#[test]
+fn require_reached_fails_on_an_unreachable_target() {
+    let far = chain_text().replace("[0.45, 0.2, 0.6]", "[5.0, 0.0, 0.0]");
+    let p = scratch("unreachable", &far);
+    let o = sinew(&["solve", p.to_str().unwrap(), "--require-reached"]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("not every goal was reached"), "{}", stderr(&o));
+    // The solution is still printed, for inspection.
+    let sol: SolutionFile = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(!sol.reached);
+    // Without the flag, not reaching is not an error.
+    assert!(sinew(&["solve", p.to_str().unwrap()]).status.success());
+}
+
+#[test]
+fn check_prints_sub_bases_and_moved_bones_by_name() {
+    let p = data("ffi_humanoid13.json");
+    let o = sinew(&["check", p.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains(": ok"), "{out}");
+    assert!(out.contains("13 bones, 4 goals, root pinned, method fabrik"), "{out}");
+    assert!(out.contains("sub-bases: chest\n"), "{out}");
+    assert!(out.contains("goal 0 (forearm.L -> [0.3, -0.3, 1.2]) moves: forearm.L, upper_arm.L, chest, spine, hips"), "{out}");
+    assert!(out.contains("goal 2 (shin.L -> [0.12, -0.2, 0.2]) moves: shin.L, thigh.L\n"), "{out}");
+
+    let o = sinew(&["check", data("ffi_y_shape.json").to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["valid"], true);
+    assert_eq!(v["sub_bases"], serde_json::json!(["trunk2"]));
+    assert_eq!(v["goals"][1]["moves"], serde_json::json!(["branch2.R", "branch1.R", "branch0.R", "trunk2", "trunk1", "trunk0"]));
+
+    let o = sinew(&["check", data("ffi_chain10.json").to_str().unwrap()]);
+    assert!(stdout(&o).contains("sub-bases: none"), "{}", stdout(&o));
+}
+
+#[test]
+fn bad_files_are_clear_errors() {
+    let chain = chain_text();
+    let cases: Vec<(&str, String, Vec<&str>)> = vec![
+        ("syntax", "{\"format\": \"sinew.problem/1\",\n  \"bones\": [}".into(), vec!["syntax.json:2:13:", "expected value"]),
+        ("empty", String::new(), vec!["empty.json:1:0:", "EOF"]),
+        ("wrong_type", chain.replacen("\"tail\": [0, 0, 0.1]", "\"tail\": \"up\"", 1), vec!["wrong_type.json:", "invalid type"]),
+        ("unknown_field", chain.replacen("\"goals\"", "\"goalz\"", 1), vec!["unknown field `goalz`"]),
+        ("format_tag", chain.replace("sinew.problem/1", "sinew.problem/9"), vec!["\"sinew.problem/9\"", "sinew.problem/1"]),
+        ("unknown_goal_bone", chain.replace("\"bone\": \"link9\"", "\"bone\": \"hand\""), vec!["goal 0", "unknown bone \"hand\""]),
+        ("unknown_parent", chain.replace("\"parent\": \"link3\"", "\"parent\": \"nope\""), vec!["unknown_parent.json: bone \"link4\": unknown parent bone \"nope\""]),
+        (
+            "bad_limit",
+            chain.replacen("\"tail\": [0, 0, 0.1]}", "\"tail\": [0, 0, 0.1], \"limit\": {\"swing\": {\"cone\": {\"x_pos\": 4, \"x_neg\": 1, \"z_pos\": 1, \"z_neg\": 1}}}}", 1),
+            vec!["limit on bone \"link0\"", "x_pos = 4"],
+        ),
+        ("bad_setting", chain.replace("\"max_iterations\": 100", "\"max_iterations\": 0"), vec!["max_iterations"]),
+        ("duplicate", chain.replace("\"name\": \"link9\"", "\"name\": \"link8\""), vec!["two bones are named \"link8\""]),
+    ];
+    for (name, text, needles) in cases {
+        let p = scratch(name, &text);
+        for cmd in ["check", "solve"] {
+            let o = sinew(&[cmd, p.to_str().unwrap()]);
+            let mut all = needles.clone();
+            all.push("sinew: error:");
+            assert_fails(&o, 1, &all);
+        }
+    }
+    let o = sinew(&["solve", "/nonexistent/problem.json"]);
+    assert_fails(&o, 1, &["/nonexistent/problem.json: cannot read"]);
+}
+
+#[test]
+fn bad_command_lines_exit_2_with_a_hint() {
+    let good = data("ffi_chain10.json");
+    let g = good.to_str().unwrap();
+    for (args, needle) in [
+        (vec![], "no command given"),
+        (vec!["frobnicate"], "unknown command \"frobnicate\""),
+        (vec!["solve"], "solve needs a problem file"),
+        (vec!["solve", g, "--method", "ccd"], "unknown method \"ccd\" (available: fabrik)"),
+        (vec!["solve", g, "--method"], "--method needs a method name"),
+        (vec!["solve", g, "--iterations", "many"], "not a whole number"),
+        (vec!["solve", g, "--iterations", "0"], "max_iterations"),
+        (vec!["solve", g, "--tolerance", "nan"], "not a finite number"),
+        (vec!["solve", g, "--tolerance", "-1"], "tolerance"),
+        (vec!["solve", g, "--frobnicate"], "unknown option --frobnicate"),
+        (vec!["check", g, "--iterations", "3"], "unknown option --iterations for check"),
+        (vec!["solve", g, g], "one problem file at a time"),
+    ] {
+        let o = sinew(&args);
+        assert_fails(&o, 2, &[needle, "sinew --help"]);
+    }
+}
+
+#[test]
+fn help_and_version() {
+    let o = sinew(&["--version"]);
+    assert!(o.status.success());
+    assert_eq!(stdout(&o), format!("sinew {}\n", env!("CARGO_PKG_VERSION")));
+    for flag in ["--help", "-h", "help"] {
+        let o = sinew(&[flag]);
+        assert!(o.status.success());
+        assert!(stdout(&o).contains("usage: sinew solve PROBLEM.json"), "{}", stdout(&o));
+    }
+    assert!(stdout(&sinew(&["solve", "--help"])).contains("--require-reached"));
+}
