@@ -26,6 +26,14 @@ out_dir=$root/dist/wheels
 
 [ -x .venv/bin/maturin ] || scripts/bootstrap.sh
 maturin=$root/.venv/bin/maturin
+# maturin >= 1.9.4 sets PYO3_BUILD_EXTENSION_MODULE (pyo3 0.30 dropped the `extension-module`
+# feature); an older one would link the module against libpython.
+"$root/.venv/bin/python" - "$("$maturin" --version)" <<'PY'
+import sys
+have = tuple(int(x) for x in sys.argv[1].split()[-1].split(".")[:3])
+if have < (1, 9, 4):
+    sys.exit(f"build_wheel: {sys.argv[1]} is too old; sinew-py needs maturin >= 1.9.4")
+PY
 
 base=$(sed -n '/^\[workspace\.package\]/,/^\[/s/^version *= *"\([^"]*\)".*/\1/p' Cargo.toml)
 [ -n "$base" ] || { echo "build_wheel: no [workspace.package] version in Cargo.toml" >&2; exit 1; }

@@ -295,3 +295,13 @@ def test_wrong_python_types_are_type_errors():
         sinew.Solver().solve("rig", [])
     with pytest.raises(TypeError):
         sinew.Rig("ab", [-1, 0], np.zeros((2, 4, 4)), [1, 1])
+
+
+def test_a_rust_panic_is_an_internal_error_not_a_crash():
+    import sinew._sinew as native
+
+    for detached in (False, True):
+        with pytest.raises(sinew.InternalError, match="deliberate panic"):
+            native._panic_for_tests(detached)
+    # the module keeps working afterwards
+    assert sinew.Solver().solve(chain(3), [goal()]).reached

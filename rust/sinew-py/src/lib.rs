@@ -20,6 +20,16 @@ const VERSION: &str = match option_env!("SINEW_VERSION") {
     None => env!("CARGO_PKG_VERSION"),
 };
 
+/// Panics inside the module's panic boundary, attached or detached from Python: the tests check
+/// that it surfaces as `sinew.InternalError` and that the interpreter survives. Not public API.
+#[pyfunction]
+fn _panic_for_tests(py: Python<'_>, detached: bool) -> PyResult<()> {
+    fn boom() -> PyResult<()> {
+        panic!("deliberate panic for the tests")
+    }
+    if detached { py.detach(|| errors::guard(boom)) } else { errors::guard(boom) }
+}
+
 #[pymodule]
 fn _sinew(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
@@ -30,6 +40,7 @@ fn _sinew(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<solver::PySequenceResult>()?;
     m.add_function(wrap_pyfunction!(solver::analyze, m)?)?;
     m.add_function(wrap_pyfunction!(solver::load_problem, m)?)?;
+    m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     m.add("__version__", VERSION)?;
     m.add("core_version", sinew::VERSION)?;
     Ok(())
