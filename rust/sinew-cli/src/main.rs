@@ -103,10 +103,7 @@ fn parse_args(args: &[String]) -> Result<Command, Failure> {
         match (cmd.as_str(), name) {
             ("solve", "--method") => {
                 let v = value("a method name")?;
-                let names: Vec<&str> = Method::ALL.iter().map(|m| m.name()).collect();
-                solve.method = Some(Method::from_name(&v).map_err(|_| {
-                    usage(format!("--method: unknown method \"{v}\" (available: {})", names.join(", ")))
-                })?);
+                solve.method = Some(Method::from_name(&v).map_err(|e| usage(format!("--method: {e}")))?);
             }
             ("solve", "--iterations") => {
                 let v = value("a number")?;

@@ -139,7 +139,7 @@ impl From<Error> for FfiError {
             Error::LimitOutOfRange { .. } => sinew_status::LimitOutOfRange,
             Error::BadGoal { .. } => sinew_status::InvalidGoal,
             Error::ShapeMismatch { .. } => sinew_status::ShapeMismatch,
-            Error::BadSetting { .. } => sinew_status::InvalidSetting,
+            Error::BadSetting { .. } | Error::UnknownMethod { .. } => sinew_status::InvalidSetting,
             Error::Format(_) => sinew_status::ParseError,
             Error::NotConverged { .. } => sinew_status::NotConverged,
             _ => sinew_status::InternalError,

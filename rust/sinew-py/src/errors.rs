@@ -70,7 +70,7 @@ pub(crate) fn core_err(e: sinew::Error) -> PyErr {
         E::BadGoal { .. } => GoalError::new_err(msg),
         E::ShapeMismatch { .. } => ShapeError::new_err(msg),
         E::NonFinite { .. } => NonFiniteError::new_err(msg),
-        E::BadSetting { .. } => SettingsError::new_err(msg),
+        E::BadSetting { .. } | E::UnknownMethod { .. } => SettingsError::new_err(msg),
         E::Format(_) => FormatError::new_err(msg),
         _ => SinewError::new_err(msg),
     }

@@ -97,6 +97,14 @@ pub enum Error {
         /// Why it is rejected.
         reason: String,
     },
+    /// No solver method has this name.
+    #[error("unknown method \"{name}\"; available: {available}")]
+    UnknownMethod {
+        /// The name asked for.
+        name: String,
+        /// The methods there are, comma-separated.
+        available: String,
+    },
     /// A problem file could not be read.
     #[error("problem file: {0}")]
     Format(String),

@@ -10,7 +10,7 @@ use crate::goal::{Goal, Pole};
 use crate::limits::JointLimit;
 use crate::pose::Pose;
 use crate::problem::{Problem, RootMode};
-use crate::rig::{Bone, BoneRef, Rig, rotation_from_head_tail};
+use crate::rig::{Bone, Rig, rotation_from_head_tail};
 use crate::solver::{Method, SolveSettings, Solution, StopReason};
 
 /// The format tag this version reads and writes.
@@ -190,9 +190,16 @@ impl ProblemFile {
         for (i, b) in self.bones.iter().enumerate() {
             let parent = match &b.parent {
                 None => None,
-                Some(p) => Some(*index.get(p.as_str()).ok_or_else(|| {
-                    Error::Format(format!("bone \"{}\": parent \"{p}\" is not an earlier bone", b.name))
-                })?),
+                Some(p) => match index.get(p.as_str()) {
+                    Some(&i) => Some(i),
+                    None if self.bones.iter().any(|o| &o.name == p) => {
+                        return Err(Error::Format(format!(
+                            "bone \"{}\": parent \"{p}\" comes after it; bones must be listed parent before child",
+                            b.name
+                        )));
+                    }
+                    None => return Err(Error::UnknownBone { bone: format!("\"{p}\" (parent of bone \"{}\")", b.name) }),
+                },
             };
             let (rot, head, length) = match (&b.matrix, &b.head, &b.tail) {
                 (Some(m), None, None) => {
@@ -234,7 +241,7 @@ impl ProblemFile {
         let rig = Rig::new(bones)?;
         let mut goals = Vec::with_capacity(self.goals.len());
         for (gi, g) in self.goals.iter().enumerate() {
-            let bone = g.bone.as_str().resolve(&rig).map_err(|e| Error::BadGoal { goal: gi, reason: e.to_string() })?;
+            let bone = rig.find(&g.bone).ok_or_else(|| Error::UnknownBone { bone: format!("\"{}\" (effector of goal {gi})", g.bone) })?;
             goals.push(Goal {
                 bone,
                 target: DVec3::from_array(g.target),
@@ -339,8 +346,9 @@ mod tests {
     fn bad_files_are_format_errors() {
         assert!(matches!(Problem::from_json("{"), Err(Error::Format(_))));
         assert!(matches!(Problem::from_json(&CHAIN.replace("sinew.problem/1", "x/9")), Err(Error::Format(_))));
-        assert!(matches!(Problem::from_json(&CHAIN.replace("\"parent\": \"a\"", "\"parent\": \"zz\"")), Err(Error::Format(_))));
-        assert!(matches!(Problem::from_json(&CHAIN.replace("\"bone\": \"b\"", "\"bone\": \"q\"")), Err(Error::BadGoal { .. })));
+        assert!(matches!(Problem::from_json(&CHAIN.replace("\"parent\": \"a\"", "\"parent\": \"zz\"")), Err(Error::UnknownBone { .. })));
+        assert!(matches!(Problem::from_json(&CHAIN.replace("\"parent\": \"a\"", "\"parent\": \"b\"")), Err(Error::Format(_))));
+        assert!(matches!(Problem::from_json(&CHAIN.replace("\"bone\": \"b\"", "\"bone\": \"q\"")), Err(Error::UnknownBone { .. })));
         assert!(matches!(Problem::from_json(&CHAIN.replace("\"x_pos\": 0.5", "\"x_pos\": 9")), Err(Error::LimitOutOfRange { .. })));
     }
 }

@@ -194,6 +194,18 @@ impl Problem {
         &self.topology
     }
 
+    /// Sets one bone's limits and re-derives what depends on them.
+    ///
+    /// # Errors
+    /// [`Error::UnknownBone`] or [`Error::LimitOutOfRange`]; nothing changes on error.
+    pub fn set_limit(&mut self, bone: impl crate::rig::BoneRef, limit: crate::limits::JointLimit) -> Result<()> {
+        self.rig.set_limit(bone, limit)?;
+        let mut topology = Topology::derive(&self.rig, &self.goals);
+        topology.serial_chain = serial_chain(&self.rig, &self.goals, &topology, self.root);
+        self.topology = topology;
+        Ok(())
+    }
+
     /// Moves goal `i`'s target.
     ///
     /// # Errors

@@ -143,16 +143,12 @@ impl Method {
     /// The method called `name` (`"fabrik"`).
     ///
     /// # Errors
-    /// [`Error::BadSetting`] for an unknown name.
+    /// [`Error::UnknownMethod`] for an unknown name.
     pub fn from_name(name: &str) -> Result<Self> {
-        match name.to_ascii_lowercase().as_str() {
-            "fabrik" => Ok(Self::Fabrik),
-            _ => Err(Error::BadSetting {
-                what: format!("method \"{name}\""),
-                value: f64::NAN,
-                reason: "unknown method; available: fabrik".into(),
-            }),
-        }
+        Self::ALL.into_iter().find(|m| m.name().eq_ignore_ascii_case(name)).ok_or_else(|| Error::UnknownMethod {
+            name: name.to_owned(),
+            available: Self::ALL.map(Method::name).join(", "),
+        })
     }
 
     /// The method's name.
