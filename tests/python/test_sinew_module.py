@@ -117,3 +117,10 @@ def test_exception_hierarchy():
         cls = getattr(sinew, name)
         assert issubclass(cls, sinew.SinewError), name
         assert cls.__module__ == "sinew"
+
+
+def test_package_docstring_example_runs():
+    import doctest
+
+    result = doctest.testmod(sinew)
+    assert result.attempted > 0 and result.failed == 0

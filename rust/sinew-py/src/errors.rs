@@ -28,7 +28,7 @@ create_exception!(
     sinew,
     GoalError,
     SinewError,
-    "A goal is malformed (unknown bone, non-finite target, non-positive weight, ...)."
+    "A goal is malformed (non-finite target, orientation or pole, non-positive weight, ...)."
 );
 create_exception!(sinew, ShapeError, SinewError, "An array has the wrong shape or is not numeric.");
 create_exception!(sinew, NonFiniteError, SinewError, "A number that must be finite is NaN or infinite.");

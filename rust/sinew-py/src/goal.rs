@@ -28,10 +28,11 @@ impl PyGoal {
     /// The core goal, resolving the bone against `rig`; `index` is the goal's position (for
     /// messages).
     pub(crate) fn to_core(&self, rig: &sinew::Rig, index: usize) -> sinew::Result<sinew::Goal> {
-        let bone = self
-            .bone
-            .resolve(rig)
-            .map_err(|e| sinew::Error::BadGoal { goal: index, reason: e.to_string() })?;
+        // Worded as the core words an unknown effector in a problem file.
+        let bone = self.bone.resolve(rig).map_err(|e| match e {
+            sinew::Error::UnknownBone { bone } => sinew::Error::UnknownBone { bone: format!("{bone} (effector of goal {index})") },
+            other => other,
+        })?;
         Ok(sinew::Goal {
             bone,
             target: self.target,

@@ -43,7 +43,7 @@ class LimitError(SinewError):
     """A joint-limit value is outside its range."""
 
 class GoalError(SinewError):
-    """A goal is malformed (unknown bone, non-finite target, non-positive weight, ...)."""
+    """A goal is malformed (non-finite target, orientation or pole, non-positive weight, ...)."""
 
 class ShapeError(SinewError):
     """An array has the wrong shape or is not numeric."""
@@ -204,8 +204,8 @@ class Goal:
             use_tail: pull the tail (True) or the head.
 
         Raises ShapeError for a vector of the wrong shape, GoalError for a negative chain
-        length, UnknownBoneError for a negative index. NaN targets and bad weights raise
-        GoalError when solving.
+        length, UnknownBoneError for a negative index. When solving, a bone the rig does not
+        have raises UnknownBoneError, NaN targets and bad weights GoalError.
         """
 
     def copy(self) -> Goal:
