@@ -58,18 +58,19 @@ def test_stub_top_level_names_match_the_module():
     module = {n for n in dir(native) if _public(n)}
     assert stub == module, f"only in stub: {stub - module}; only in module: {module - stub}"
     assert set(sinew.__all__) == module
+    assert "_panic_for_tests" not in native.__all__
 
 
 def _class_members_in_stub(node: ast.ClassDef) -> set[str]:
     out = set()
     for item in node.body:
-        if isinstance(item, ast.FunctionDef) and (not item.name.startswith("_") or item.name in {"__init__", "__len__", "__copy__", "__deepcopy__"}):
+        if isinstance(item, ast.FunctionDef) and (not item.name.startswith("_") or item.name in {"__len__", "__copy__", "__deepcopy__"}):
             out.add(item.name)
     return out
 
 
 def _class_members_at_runtime(cls: type) -> set[str]:
-    wanted = {"__init__", "__len__", "__copy__", "__deepcopy__"}
+    wanted = {"__len__", "__copy__", "__deepcopy__"}
     return {n for n in vars(cls) if not n.startswith("_") or n in wanted}
 
 
@@ -83,9 +84,6 @@ def test_stub_class_members_match_the_module():
             continue
         stub = _class_members_in_stub(node)
         runtime = _class_members_at_runtime(cls)
-        # pyo3 classes take their constructor through __new__; the stub documents it as __init__.
-        runtime.add("__init__")
-        stub.add("__init__")
         assert stub == runtime, f"{name}: only in stub: {stub - runtime}; only in module: {runtime - stub}"
 
 
@@ -103,11 +101,34 @@ def test_stub_functions_take_the_modules_parameters():
                 stub_params = [a.arg for a in item.args.args if a.arg != "self"]
                 runtime = [p for p in inspect.signature(getattr(cls, item.name)).parameters if p != "self"]
                 assert stub_params == runtime, f"{name}.{item.name}"
-            if "__init__" in {i.name for i in node.body if isinstance(i, ast.FunctionDef)}:
-                init = next(i for i in node.body if isinstance(i, ast.FunctionDef) and i.name == "__init__")
-                stub_params = [a.arg for a in init.args.args if a.arg != "self"]
-                runtime = list(inspect.signature(cls).parameters)
-                assert stub_params == runtime, f"{name}.__init__"
+            # pyo3 classes are constructed by __new__, which is what the stub declares
+            new = next((i for i in node.body if isinstance(i, ast.FunctionDef) and i.name == "__new__"), None)
+            if new is None:  # results (Solution, SequenceResult) are not constructible
+                continue
+            stub_params = [a.arg for a in new.args.args if a.arg != "cls"]
+            runtime = list(inspect.signature(cls).parameters)
+            assert stub_params == runtime, f"{name}.__new__"
+
+
+def test_stub_all_is_the_modules():
+    stub_all = next(
+        ast.literal_eval(n.value) for n in _stub_tree().body
+        if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets)
+    )
+    assert sorted(stub_all) == sorted(native.__all__)
+
+
+def test_stubtest_if_mypy_is_installed():
+    """mypy's stubtest compares the stub with the runtime module in depth (signatures, defaults,
+    final classes); skipped where mypy is not installed."""
+    import subprocess
+    import sys
+
+    import pytest
+
+    pytest.importorskip("mypy.stubtest")
+    out = subprocess.run([sys.executable, "-m", "mypy.stubtest", "sinew._sinew"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
 
 
 def test_exception_hierarchy():

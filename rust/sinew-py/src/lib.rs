@@ -40,7 +40,8 @@ fn _sinew(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<solver::PySequenceResult>()?;
     m.add_function(wrap_pyfunction!(solver::analyze, m)?)?;
     m.add_function(wrap_pyfunction!(solver::load_problem, m)?)?;
-    m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
+    // Not in `__all__` (setattr, not add): private.
+    m.setattr("_panic_for_tests", wrap_pyfunction!(_panic_for_tests, m)?)?;
     m.add("__version__", VERSION)?;
     m.add("core_version", sinew::VERSION)?;
     Ok(())

@@ -13,7 +13,7 @@ Conventions:
 """
 
 from collections.abc import Sequence
-from typing import Any, Literal, TypeAlias, TypedDict
+from typing import Any, Literal, TypeAlias, TypedDict, final
 
 import numpy as np
 import numpy.typing as npt
@@ -23,6 +23,28 @@ _F64: TypeAlias = npt.NDArray[np.float64]
 _Bone: TypeAlias = int | str
 _StopReason: TypeAlias = Literal["converged", "stalled", "out_of_reach", "iteration_limit"]
 _RootMode: TypeAlias = Literal["pinned", "free"]
+
+__all__ = [
+    "FormatError",
+    "Goal",
+    "GoalError",
+    "InternalError",
+    "LimitError",
+    "NonFiniteError",
+    "Rig",
+    "RigError",
+    "SequenceResult",
+    "SettingsError",
+    "ShapeError",
+    "SinewError",
+    "Solution",
+    "Solver",
+    "UnknownBoneError",
+    "__version__",
+    "analyze",
+    "core_version",
+    "load_problem",
+]
 
 __version__: str
 """The wheel's version (a unique ``X.Y.Z.devN`` per build from ``scripts/build_wheel.sh``)."""
@@ -68,6 +90,7 @@ class _LimitDict(TypedDict):
     locked: bool
     stiffness: float
 
+@final
 class Rig:
     """A skeleton: bones in parent-before-child order with rest transforms, lengths and limits.
 
@@ -76,13 +99,13 @@ class Rig:
     while a snapshot is still in use (copy-on-write). Safe to share between threads.
     """
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         names: Sequence[str],
         parents: Sequence[int] | _ArrayLike,
         rest_matrices: _ArrayLike,
         lengths: _ArrayLike,
-    ) -> None:
+    ) -> Rig:
         """Builds a rig from armature-space rest matrices.
 
         Args:
@@ -175,6 +198,7 @@ class Rig:
         rotations (N, 4) wxyz (rest pose if None) and bone 0's translation (3,) in its rest frame
         (Blender's ``location``). Raises ShapeError or NonFiniteError."""
 
+@final
 class Goal:
     """One IK goal: pull an effector bone's tail (or head) onto a target.
 
@@ -182,8 +206,8 @@ class Goal:
     readable and writable under the constructor's names; vectors read back as tuples.
     """
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         bone: _Bone,
         target: Sequence[float] | _ArrayLike,
         orientation: Sequence[float] | _ArrayLike | None = None,
@@ -192,7 +216,7 @@ class Goal:
         pole_target: Sequence[float] | _ArrayLike | None = None,
         pole_angle: float = 0.0,
         use_tail: bool = True,
-    ) -> None:
+    ) -> Goal:
         """Args:
             bone: the effector bone, index or name.
             target: (3,) where the effector point should go (rig space).
@@ -246,6 +270,7 @@ class Goal:
     @use_tail.setter
     def use_tail(self, value: bool) -> None: ...
 
+@final
 class Solution:
     """The result of :meth:`Solver.solve`."""
 
@@ -278,6 +303,7 @@ class Solution:
     def stop_reason(self) -> _StopReason:
         """Why the solver stopped."""
 
+@final
 class SequenceResult:
     """The result of :meth:`Solver.solve_sequence`, one row per frame."""
 
@@ -308,17 +334,18 @@ class SequenceResult:
     def stop_reasons(self) -> list[_StopReason]:
         """Why the solver stopped, per frame."""
 
+@final
 class Solver:
     """An IK method with its settings. Reusable and safe to share between threads; solves
     release the GIL."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         method: str = "fabrik",
         max_iterations: int = 100,
         tolerance: float = 1e-4,
         stall_tolerance: float = 1e-7,
-    ) -> None:
+    ) -> Solver:
         """Args:
             method: ``"fabrik"`` (the only method so far).
             max_iterations: iteration cap (>= 1).
@@ -395,3 +422,7 @@ def load_problem(text: str) -> tuple[Rig, list[Goal], Solver, _F64, _F64, _RootM
     """Reads a ``sinew.problem/1`` JSON problem: ``(rig, goals, solver, start pose (N, 4) wxyz,
     root_translation (3,), root mode)``. Goals name their bones by name. Raises FormatError or
     any rig, limit, goal or settings error."""
+
+def _panic_for_tests(detached: bool) -> None:
+    """Panics inside the module's panic boundary (tests check it raises InternalError). Not
+    public API."""
