@@ -1,0 +1,158 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Sinew's per-bone settings (``pose_bone.sinew``).
+
+A pose bone can carry one Sinew goal (a target object, or an armature plus one of its bones) and
+joint limits for the engine (a four-angle cone, a twist range, a lock, a stiffness). None of this
+is needed for a rig that already has Blender IK constraints and IK limits: those are imported as
+they are (see ``rig_reader``); Sinew settings take precedence where both exist.
+"""
+
+import math
+
+import bpy
+from bpy.props import BoolProperty, FloatProperty, IntProperty, PointerProperty, StringProperty
+
+
+def _changed(self, context):
+    # The sidebar caches the engine's analysis of the rig; settings changes invalidate it.
+    from . import rig_reader
+
+    rig_reader.invalidate_analysis()
+
+
+class SinewBoneSettings(bpy.types.PropertyGroup):
+    """Sinew IK settings of one pose bone."""
+
+    # --- Goal -----------------------------------------------------------------------------
+    use_goal: BoolProperty(
+        name="Goal",
+        description="Make this bone an IK effector that Sinew pulls onto a target",
+        default=False,
+        update=_changed,
+    )
+    target: PointerProperty(
+        name="Target",
+        type=bpy.types.Object,
+        description="Object the effector goes to (for an armature, optionally one of its bones)",
+        update=_changed,
+    )
+    subtarget: StringProperty(
+        name="Bone",
+        description="Bone of the target armature whose head is the target (empty: the object's origin)",
+        update=_changed,
+    )
+    use_tail: BoolProperty(
+        name="Use Tail",
+        description="Pull the bone's tail onto the target (off: its head)",
+        default=True,
+        update=_changed,
+    )
+    weight: FloatProperty(
+        name="Weight",
+        description="Importance of this goal where goals compete for the same bones",
+        default=1.0,
+        min=0.001,
+        soft_max=10.0,
+        update=_changed,
+    )
+    use_orientation: BoolProperty(
+        name="Rotation",
+        description="Also match the target's rotation with the effector bone",
+        default=False,
+        update=_changed,
+    )
+    chain_length: IntProperty(
+        name="Chain Length",
+        description="How many bones, from this one up, the goal may move (0: up to the root)",
+        default=0,
+        min=0,
+        max=255,
+        update=_changed,
+    )
+    pole_target: PointerProperty(
+        name="Pole Target",
+        type=bpy.types.Object,
+        description="Object the chain's bend plane turns toward (for an armature, optionally one of its bones)",
+        update=_changed,
+    )
+    pole_subtarget: StringProperty(
+        name="Pole Bone",
+        description="Bone of the pole armature whose head is the pole",
+        update=_changed,
+    )
+    pole_angle: FloatProperty(
+        name="Pole Angle",
+        description="Extra rotation of the chain about its axis after aiming at the pole",
+        subtype='ANGLE',
+        default=0.0,
+        min=-math.pi,
+        max=math.pi,
+        update=_changed,
+    )
+
+    # --- Limits ---------------------------------------------------------------------------
+    use_cone: BoolProperty(
+        name="Cone",
+        description="Limit how far the bone may swing, per quadrant (overrides Blender's IK limits on X and Z)",
+        default=False,
+        update=_changed,
+    )
+    cone_x_pos: FloatProperty(
+        name="+X", description="Largest swing about +X (toward +Z)",
+        subtype='ANGLE', default=math.radians(45.0), min=0.0, max=math.pi, update=_changed,
+    )
+    cone_x_neg: FloatProperty(
+        name="-X", description="Largest swing about -X (toward -Z)",
+        subtype='ANGLE', default=math.radians(45.0), min=0.0, max=math.pi, update=_changed,
+    )
+    cone_z_pos: FloatProperty(
+        name="+Z", description="Largest swing about +Z (toward -X)",
+        subtype='ANGLE', default=math.radians(45.0), min=0.0, max=math.pi, update=_changed,
+    )
+    cone_z_neg: FloatProperty(
+        name="-Z", description="Largest swing about -Z (toward +X)",
+        subtype='ANGLE', default=math.radians(45.0), min=0.0, max=math.pi, update=_changed,
+    )
+    use_twist: BoolProperty(
+        name="Twist",
+        description="Limit the twist about the bone's own axis (overrides Blender's IK limit on Y)",
+        default=False,
+        update=_changed,
+    )
+    twist_min: FloatProperty(
+        name="Min", description="Smallest twist about the bone's Y axis",
+        subtype='ANGLE', default=math.radians(-45.0), min=-math.pi, max=math.pi, update=_changed,
+    )
+    twist_max: FloatProperty(
+        name="Max", description="Largest twist about the bone's Y axis",
+        subtype='ANGLE', default=math.radians(45.0), min=-math.pi, max=math.pi, update=_changed,
+    )
+    lock: BoolProperty(
+        name="Lock",
+        description="The solver never rotates this bone",
+        default=False,
+        update=_changed,
+    )
+    stiffness: FloatProperty(
+        name="Stiffness",
+        description="Resistance to rotation (0: free); overrides Blender's IK stiffness when above 0",
+        default=0.0,
+        min=0.0,
+        max=0.99,
+        update=_changed,
+    )
+
+
+classes = (SinewBoneSettings,)
+
+
+def register():
+    for cls in classes:
+        bpy.utils.register_class(cls)
+    bpy.types.PoseBone.sinew = PointerProperty(type=SinewBoneSettings, name="Sinew")
+
+
+def unregister():
+    del bpy.types.PoseBone.sinew
+    for cls in reversed(classes):
+        bpy.utils.unregister_class(cls)

@@ -1,0 +1,194 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Sinew's panels: a Bone-properties sub-panel and a "Sinew" tab in the 3D view's sidebar."""
+
+from __future__ import annotations
+
+import bpy
+
+from . import rig_reader
+
+
+def _pose_bone(context):
+    ob = context.object
+    if ob is None or ob.type != 'ARMATURE' or ob.pose is None:
+        return None
+    bone = context.bone if getattr(context, "bone", None) is not None else ob.data.bones.active
+    if bone is None:
+        return None
+    return ob.pose.bones.get(bone.name)
+
+
+def draw_target(layout, s, prop, sub_prop, label):
+    col = layout.column(align=True)
+    col.prop(s, prop, text=label)
+    ob = getattr(s, prop)
+    if ob is not None and ob.type == 'ARMATURE':
+        col.prop_search(s, sub_prop, ob.data, "bones", text="Bone")
+
+
+def draw_goal(layout, pb):
+    s = pb.sinew
+    layout.use_property_split = True
+    layout.use_property_decorate = False
+    col = layout.column()
+    col.active = s.use_goal
+    draw_target(col, s, "target", "subtarget", "Target")
+    if s.use_goal and s.target is None:
+        col.label(text="The goal needs a target", icon='ERROR')
+    col.prop(s, "chain_length")
+    col.prop(s, "weight")
+    col.prop(s, "use_tail")
+    col.prop(s, "use_orientation")
+    draw_target(col, s, "pole_target", "pole_subtarget", "Pole")
+    if s.pole_target is not None:
+        col.prop(s, "pole_angle")
+    iks = [c for c in pb.constraints if c.type == 'IK']
+    if iks:
+        box = layout.box()
+        for c in iks:
+            state = "muted" if c.mute else ("replaced by the Sinew goal" if s.use_goal else "imported as a goal")
+            box.label(text=f'IK constraint "{c.name}": {state}', icon='CONSTRAINT_BONE')
+
+
+def draw_limits(layout, pb):
+    s = pb.sinew
+    layout.use_property_split = True
+    layout.use_property_decorate = False
+    col = layout.column(align=True)
+    col.prop(s, "use_cone")
+    sub = col.column(align=True)
+    sub.active = s.use_cone
+    sub.prop(s, "cone_x_pos")
+    sub.prop(s, "cone_x_neg")
+    sub.prop(s, "cone_z_pos")
+    sub.prop(s, "cone_z_neg")
+    col = layout.column(align=True)
+    col.prop(s, "use_twist")
+    sub = col.column(align=True)
+    sub.active = s.use_twist
+    sub.prop(s, "twist_min")
+    sub.prop(s, "twist_max")
+    col = layout.column()
+    col.prop(s, "lock")
+    col.prop(s, "stiffness")
+    lim = rig_reader.read_limit(pb)
+    if not s.use_cone and not s.use_twist and lim.source:
+        layout.label(text=f"From Blender: {lim.source}", icon='INFO')
+
+
+class BONE_PT_sinew(bpy.types.Panel):
+    bl_space_type = 'PROPERTIES'
+    bl_region_type = 'WINDOW'
+    bl_context = "bone"
+    bl_label = "Sinew IK"
+    bl_options = {'DEFAULT_CLOSED'}
+
+    @classmethod
+    def poll(cls, context):
+        ob = context.object
+        return ob is not None and ob.type == 'ARMATURE' and ob.mode != 'EDIT' and _pose_bone(context) is not None
+
+    def draw(self, context):
+        self.layout.label(text="Goals and limits for Sinew (Blender IK constraints and limits are imported too)")
+
+
+class BONE_PT_sinew_goal(bpy.types.Panel):
+    bl_space_type = 'PROPERTIES'
+    bl_region_type = 'WINDOW'
+    bl_context = "bone"
+    bl_parent_id = "BONE_PT_sinew"
+    bl_label = "Goal"
+
+    def draw_header(self, context):
+        self.layout.prop(_pose_bone(context).sinew, "use_goal", text="")
+
+    def draw(self, context):
+        draw_goal(self.layout, _pose_bone(context))
+
+
+class BONE_PT_sinew_limits(bpy.types.Panel):
+    bl_space_type = 'PROPERTIES'
+    bl_region_type = 'WINDOW'
+    bl_context = "bone"
+    bl_parent_id = "BONE_PT_sinew"
+    bl_label = "Limits"
+
+    def draw(self, context):
+        draw_limits(self.layout, _pose_bone(context))
+
+
+class _SidebarPanel:
+    bl_space_type = 'VIEW_3D'
+    bl_region_type = 'UI'
+    bl_category = "Sinew"
+
+    @classmethod
+    def poll(cls, context):
+        ob = context.object
+        return ob is not None and ob.type == 'ARMATURE'
+
+
+class VIEW3D_PT_sinew(_SidebarPanel, bpy.types.Panel):
+    bl_label = "Sinew IK"
+
+    def draw(self, context):
+        layout = self.layout
+        col = layout.column(align=True)
+        col.operator("sinew.solve", icon='CON_KINEMATIC')
+        col.operator("sinew.bake", icon='ACTION')
+        layout.operator("sinew.export_problem", icon='EXPORT')
+
+
+class VIEW3D_PT_sinew_bone(_SidebarPanel, bpy.types.Panel):
+    bl_parent_id = "VIEW3D_PT_sinew"
+    bl_label = "Active Bone"
+
+    @classmethod
+    def poll(cls, context):
+        return super().poll(context) and context.object.mode != 'EDIT' and _pose_bone(context) is not None
+
+    def draw(self, context):
+        pb = _pose_bone(context)
+        layout = self.layout
+        layout.label(text=pb.name, icon='BONE_DATA')
+        layout.prop(pb.sinew, "use_goal")
+        draw_goal(layout.column(), pb)
+        layout.separator()
+        draw_limits(layout.column(), pb)
+
+
+class VIEW3D_PT_sinew_analysis(_SidebarPanel, bpy.types.Panel):
+    bl_parent_id = "VIEW3D_PT_sinew"
+    bl_label = "Chains"
+
+    def draw(self, context):
+        layout = self.layout
+        a = rig_reader.analysis(context.object)
+        if a["error"]:
+            layout.label(text=a["error"], icon='ERROR')
+            return
+        if not a["goals"]:
+            layout.label(text="No goals: add a Sinew goal or an IK constraint", icon='INFO')
+            return
+        box = layout.box()
+        box.label(text="Sub-bases: " + (", ".join(a["sub_bases"]) or "none"), icon='DECORATE_KEYFRAME')
+        for bone, source, moved in a["goals"]:
+            box = layout.box()
+            box.label(text=f"{bone}  ({source})", icon='CON_KINEMATIC')
+            box.label(text=f"moves {len(moved)}: " + ", ".join(moved))
+        for w in a["warnings"]:
+            layout.label(text=w, icon='ERROR')
+
+
+classes = (BONE_PT_sinew, BONE_PT_sinew_goal, BONE_PT_sinew_limits,
+           VIEW3D_PT_sinew, VIEW3D_PT_sinew_bone, VIEW3D_PT_sinew_analysis)
+
+
+def register():
+    for cls in classes:
+        bpy.utils.register_class(cls)
+
+
+def unregister():
+    for cls in reversed(classes):
+        bpy.utils.unregister_class(cls)

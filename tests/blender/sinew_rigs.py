@@ -1,0 +1,202 @@
+"""Real armatures and scene helpers for the add-on tests (no mocks: everything is bpy data)."""
+
+import math
+
+import bpy
+import numpy as np
+from mathutils import Quaternion, Vector
+
+
+def _new_armature(name):
+    arm = bpy.data.armatures.new(name)
+    ob = bpy.data.objects.new(name, arm)
+    bpy.context.scene.collection.objects.link(ob)
+    activate(ob)
+    return ob
+
+
+def activate(ob):
+    for o in bpy.context.view_layer.objects:
+        o.select_set(False)
+    bpy.context.view_layer.objects.active = ob
+    ob.select_set(True)
+
+
+def make_chain(n=10, length=0.5, name="Chain", roll_step=0.0):
+    """n connected bones b00..b(n-1) from the origin up +Z (armature space), with rolls."""
+    ob = _new_armature(name)
+    bpy.ops.object.mode_set(mode='EDIT')
+    prev = None
+    for i in range(n):
+        eb = ob.data.edit_bones.new(f"b{i:02d}")
+        eb.head = (0.0, 0.0, i * length)
+        eb.tail = (0.0, 0.0, (i + 1) * length)
+        eb.roll = roll_step * i
+        if prev is not None:
+            eb.parent = prev
+            eb.use_connect = True
+        prev = eb
+    bpy.ops.object.mode_set(mode='OBJECT')
+    return ob
+
+
+def make_ybranch(name="YBranch"):
+    """A trunk of 3 bones up +Z, then two 3-bone branches leaning to +X (L*) and -X (R*)."""
+    ob = _new_armature(name)
+    bpy.ops.object.mode_set(mode='EDIT')
+    eds = ob.data.edit_bones
+    prev = None
+    for i in range(3):
+        eb = eds.new(f"trunk{i}")
+        eb.head, eb.tail = (0, 0, i * 0.5), (0, 0, (i + 1) * 0.5)
+        if prev:
+            eb.parent, eb.use_connect = prev, True
+        prev = eb
+    top = prev
+    for side, sx in (("L", 1.0), ("R", -1.0)):
+        p = top
+        head = Vector(top.tail)
+        for i in range(3):
+            eb = eds.new(f"{side}{i}")
+            d = Vector((0.3 * sx, 0.0, 0.4)).normalized() * 0.5
+            eb.head, eb.tail = head, head + d
+            eb.parent, eb.use_connect = p, True
+            p, head = eb, head + d
+    bpy.ops.object.mode_set(mode='OBJECT')
+    return ob
+
+
+def make_metarig():
+    """Rigify's human metarig (159 bones, real rest orientations and rolls)."""
+    bpy.ops.object.armature_human_metarig_add()
+    ob = bpy.context.active_object
+    assert ob.type == 'ARMATURE' and len(ob.data.bones) > 100
+    return ob
+
+
+def add_empty(name, location=(0, 0, 0), parent=None):
+    e = bpy.data.objects.new(name, None)
+    e.empty_display_type = 'SPHERE'
+    e.empty_display_size = 0.05
+    e.location = location
+    if parent is not None:
+        e.parent = parent
+    bpy.context.scene.collection.objects.link(e)
+    return e
+
+
+def set_goal(ob, bone, target, subtarget="", chain_length=0, **kw):
+    s = ob.pose.bones[bone].sinew
+    s.use_goal = True
+    s.target = target
+    s.subtarget = subtarget
+    s.chain_length = chain_length
+    for k, v in kw.items():
+        setattr(s, k, v)
+    return s
+
+
+def key_locations(ob, frames_values):
+    """Keys ob.location at {frame: (x, y, z)}."""
+    for f, loc in frames_values.items():
+        ob.location = loc
+        ob.keyframe_insert("location", frame=f)
+
+
+def depsgraph():
+    dg = bpy.context.evaluated_depsgraph_get()
+    dg.update()
+    return dg
+
+
+def world_tail(ob, bone):
+    e = ob.evaluated_get(depsgraph())
+    return e.matrix_world @ e.pose.bones[bone].tail
+
+
+def world_head(ob, bone):
+    e = ob.evaluated_get(depsgraph())
+    return e.matrix_world @ e.pose.bones[bone].head
+
+
+def world_location(ob):
+    return ob.evaluated_get(depsgraph()).matrix_world.translation.copy()
+
+
+def evaluated_locals(ob):
+    """{bone: Quaternion} local rotations (relative to rest, as rotation_quaternion) recovered from
+    the *evaluated* armature-space pose matrices, so constraints and keys are all accounted for."""
+    e = ob.evaluated_get(depsgraph())
+    out = {}
+    for pb in e.pose.bones:
+        rest = pb.bone.matrix_local
+        if pb.parent is None:
+            base = rest
+        else:
+            base = pb.parent.matrix @ pb.parent.bone.matrix_local.inverted() @ rest
+        out[pb.name] = (base.inverted() @ pb.matrix).to_quaternion()
+    return out
+
+
+def swing_twist(q):
+    """Splits q = swing * twist about local Y: returns (swing rotation vector (x, z), twist angle)."""
+    q = Quaternion(q).normalized()
+    tw = Quaternion((q.w, 0.0, q.y, 0.0))
+    if tw.magnitude < 1e-12:
+        tw = Quaternion()
+    tw.normalize()
+    swing = q @ tw.inverted()
+    if swing.w < 0:
+        swing.negate()
+    axis, angle = swing.to_axis_angle()
+    rv = axis * angle
+    twist = 2.0 * math.atan2(tw.y, tw.w)
+    twist = (twist + math.pi) % (2 * math.pi) - math.pi
+    return (rv.x, rv.z), twist
+
+
+def pose_snapshot(ob):
+    return {pb.name: (tuple(pb.location), tuple(pb.rotation_quaternion), tuple(pb.rotation_euler), pb.rotation_mode,
+                      tuple(pb.scale)) for pb in ob.pose.bones}
+
+
+def action_snapshot(action):
+    """Every key of every F-curve of a (slotted) action: {(slot, path, index): co array}."""
+    out = {}
+    if action is None:
+        return out
+    for layer in action.layers:
+        for strip in layer.strips:
+            for slot in action.slots:
+                cb = strip.channelbag(slot)
+                if cb is None:
+                    continue
+                for fc in cb.fcurves:
+                    co = np.empty(2 * len(fc.keyframe_points), dtype=np.float32)
+                    fc.keyframe_points.foreach_get("co", co)
+                    hl = np.empty_like(co)
+                    fc.keyframe_points.foreach_get("handle_left", hl)
+                    out[(slot.identifier, fc.data_path, fc.array_index)] = np.concatenate([co, hl])
+    return out
+
+
+def channelbag(ob):
+    from bpy_extras import anim_utils
+
+    ad = ob.animation_data
+    return anim_utils.action_get_channelbag_for_slot(ad.action, ad.action_slot)
+
+
+def fcurve(ob, path, index):
+    cb = channelbag(ob)
+    return cb.fcurves.find(path, index=index) if cb else None
+
+
+def key_frames(fc):
+    co = np.empty(2 * len(fc.keyframe_points), dtype=np.float32)
+    fc.keyframe_points.foreach_get("co", co)
+    return co[0::2], co[1::2]
+
+
+def same_snapshot(a, b):
+    return a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)

@@ -1,0 +1,309 @@
+"""Bake Tracked Targets (sinew.bake) on real armatures with animated, parented, constrained and
+driven targets; every check reads the evaluated scene back frame by frame."""
+
+import math
+import time
+
+import bpy
+import numpy as np
+import pytest
+from mathutils import Quaternion, Vector
+
+import sinew_rigs as R
+
+TOL = 1e-3
+
+
+def _animated_target(name, frames_values):
+    e = R.add_empty(name)
+    R.key_locations(e, frames_values)
+    return e
+
+
+def _circle(center, radius, f, n=40, phase=0.0, axis=(0, 1)):
+    a = 2 * math.pi * f / n + phase
+    v = Vector(center)
+    v[axis[0]] += radius * math.cos(a)
+    v[axis[1]] += radius * math.sin(a)
+    return tuple(v)
+
+
+def _chain_with_target(frames=range(1, 41), n=6):
+    ob = R.make_chain(n, roll_step=0.3)
+    t = _animated_target("T", {f: _circle((0.6, 0.0, 2.0), 0.6, f, axis=(0, 1)) for f in frames[::5]})
+    R.set_goal(ob, f"b{n - 1:02d}", t)
+    R.activate(ob)
+    return ob, t
+
+
+def test_bake_keys_every_frame_and_the_evaluated_pose_is_the_solution(addon):
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 40
+    scene.frame_set(13)
+    ob, t = _chain_with_target()
+    job = addon.pipeline.BakeJob(bpy.context, ob, 1, 40, addon.pipeline.Settings())
+    progress = list(job.steps())
+    assert progress[-1] == 1.0 and job.done
+    r = job.result
+    assert scene.frame_current == 13  # put back
+    assert list(r.frames) == list(range(1, 41))
+    assert not r.per_frame
+    for i in range(6):
+        for c in range(4):
+            fc = R.fcurve(ob, f'pose.bones["b{i:02d}"].rotation_quaternion', c)
+            frames, _ = R.key_frames(fc)
+            assert list(frames) == list(range(1, 41))
+    idx = {n: k for k, n in enumerate(r.names)}
+    for k, f in enumerate(r.frames):
+        scene.frame_set(int(f))
+        locs = R.evaluated_locals(ob)
+        for i in range(6):
+            name = f"b{i:02d}"
+            q = Quaternion(r.rotations[k, idx[name]])
+            assert abs(q.dot(locs[name])) > 1 - 1e-6, (f, name)
+        assert (R.world_tail(ob, "b05") - R.world_location(t)).length < TOL, f
+    # Sign continuity: neighbouring keys stay in one hemisphere.
+    rot = r.rotations
+    assert np.all(np.einsum("fbi,fbi->fb", rot[1:], rot[:-1]) > 0)
+
+
+def test_bake_operator_defaults_to_the_scene_range_and_a_new_action(capfd):
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 3, 30
+    ob, t = _chain_with_target()
+    assert bpy.ops.sinew.bake('INVOKE_DEFAULT') == {'FINISHED'}
+    out = capfd.readouterr().out
+    assert "Sinew baked 28 frames" in out and "worst residual" in out
+    act = ob.animation_data.action
+    assert act.name.startswith("Chain_Sinew")
+    frames, _ = R.key_frames(R.fcurve(ob, 'pose.bones["b03"].rotation_quaternion', 0))
+    assert list(frames) == list(range(3, 31))
+    for f in (3, 10, 30):
+        scene.frame_set(f)
+        assert (R.world_tail(ob, "b05") - R.world_location(t)).length < TOL
+
+
+def _pre_animate(ob, frames=range(1, 61, 3)):
+    """Keys every bone's rotation (a gentle wave) and b00's location: an existing action."""
+    for f in frames:
+        for i, pb in enumerate(ob.pose.bones):
+            pb.rotation_quaternion = Quaternion((1, 0, 0), 0.1 * math.sin(f / 7 + i))
+            pb.keyframe_insert("rotation_quaternion", frame=f, group=pb.name)
+        ob.pose.bones["b00"].location = (0.0, 0.01 * f, 0.0)
+        ob.pose.bones["b00"].keyframe_insert("location", frame=f)
+    return ob.animation_data.action
+
+
+@pytest.mark.parametrize("new_action", [True, False])
+def test_keys_outside_the_range_survive(new_action):
+    ob, t = _chain_with_target(frames=range(1, 61))
+    prev = _pre_animate(ob)
+    before = R.action_snapshot(prev)
+    n_actions = len(bpy.data.actions)
+    assert bpy.ops.sinew.bake(frame_start=10, frame_end=30, new_action=new_action) == {'FINISHED'}
+    act = ob.animation_data.action
+    if new_action:
+        assert act != prev and prev.name in bpy.data.actions
+        assert prev.use_fake_user
+        assert R.same_snapshot(R.action_snapshot(prev), before)
+        assert len(bpy.data.actions) == n_actions + 1
+    else:
+        assert act == prev and len(bpy.data.actions) == n_actions
+    after = R.action_snapshot(act)
+    for (slot, path, index), data in before.items():
+        n = len(data) // 4
+        old_frames, old_vals = data[0:2 * n:2], data[1:2 * n:2]
+        new = after[(slot, path, index)]
+        m = len(new) // 4
+        new_frames, new_vals = new[0:2 * m:2], new[1:2 * m:2]
+        outside_old = [(f, v) for f, v in zip(old_frames, old_vals) if f < 10 or f > 30]
+        outside_new = [(f, v) for f, v in zip(new_frames, new_vals) if f < 10 or f > 30]
+        assert outside_old == outside_new, path
+        if "rotation_quaternion" in path:
+            assert sorted(f for f in new_frames if 10 <= f <= 30) == list(range(10, 31))
+        else:  # b00's location: pinned root, not keyed; its keys are all kept
+            assert list(new_frames) == list(old_frames)
+
+
+def test_animated_ancestors_are_followed_frame_by_frame():
+    """b00 and b01 keep their own animation (chain length 4 moves b02..b05 only)."""
+    scene = bpy.context.scene
+    ob = R.make_chain(6)
+    R.activate(ob)
+    for f in (1, 20, 40):
+        for name, ang in (("b00", 0.3 * math.sin(f / 6)), ("b01", -0.2 * math.cos(f / 5))):
+            pb = ob.pose.bones[name]
+            pb.rotation_quaternion = Quaternion((0, 1, 0.3), ang)
+            pb.keyframe_insert("rotation_quaternion", frame=f)
+        ob.pose.bones["b00"].location = (0.05 * math.sin(f / 8), 0.0, 0.0)
+        ob.pose.bones["b00"].keyframe_insert("location", frame=f)
+    t = _animated_target("T", {f: _circle((0.5, 0.0, 2.2), 0.4, f, axis=(0, 1)) for f in range(1, 41, 5)})
+    R.set_goal(ob, "b05", t, chain_length=4)
+    bpy.ops.sinew.bake(frame_start=1, frame_end=40)
+    for f in range(1, 41, 3):
+        scene.frame_set(f)
+        assert (R.world_tail(ob, "b05") - R.world_location(t)).length < TOL, f
+
+
+def test_parented_constrained_and_driven_targets(addon):
+    scene = bpy.context.scene
+    ob = R.make_ybranch()
+    R.activate(ob)
+    # L2 follows an empty parented to an animated, rotating parent.
+    parent = R.add_empty("P", (0.5, 0.0, 2.0))
+    parent.rotation_euler = (0, 0, 0)
+    parent.keyframe_insert("rotation_euler", frame=1)
+    parent.rotation_euler = (0, 0, 1.5)
+    parent.keyframe_insert("rotation_euler", frame=30)
+    tl = R.add_empty("TL", (0.4, 0.0, 0.2), parent=parent)
+    # R2's target copies the location of an animated empty, and its Z is driven.
+    src = _animated_target("Src", {1: (-0.9, 0.0, 1.8), 30: (-0.6, -0.5, 1.9)})
+    tr = R.add_empty("TR")
+    c = tr.constraints.new('COPY_LOCATION')
+    c.target = src
+    c.use_z = False
+    d = tr.driver_add("location", 2).driver
+    d.type = 'SCRIPTED'
+    d.expression = "1.9 + 0.1 * sin(frame / 5)"
+    R.set_goal(ob, "L2", tl)
+    R.set_goal(ob, "R2", tr)
+    R.activate(ob)
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=30) == {'FINISHED'}
+    for f in (1, 8, 15, 22, 30):
+        scene.frame_set(f)
+        assert (R.world_tail(ob, "L2") - R.world_location(tl)).length < TOL, f
+        assert (R.world_tail(ob, "R2") - R.world_location(tr)).length < TOL, f
+        assert abs(R.world_location(tr).z - (1.9 + 0.1 * math.sin(f / 5))) < 1e-5  # the driver ran
+
+
+def test_blender_ik_rig_bakes_with_zero_setup_and_constraints_are_muted():
+    scene = bpy.context.scene
+    ob = R.make_chain(5, roll_step=0.2)
+    t = _animated_target("T", {f: _circle((0.0, 0.5, 1.6), 0.5, f, axis=(0, 2)) for f in range(1, 41, 4)})
+    pole = R.add_empty("Pole", (2.0, 0.0, 1.0))
+    con = ob.pose.bones["b04"].constraints.new('IK')
+    con.target, con.chain_count, con.pole_target = t, 4, pole
+    b2 = ob.pose.bones["b02"]
+    b2.lock_ik_z = True
+    b2.use_ik_limit_x = True
+    b2.ik_min_x, b2.ik_max_x = math.radians(-60), math.radians(60)
+    ob.pose.bones["b01"].ik_stiffness_x = 0.3
+    R.activate(ob)
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=40) == {'FINISHED'}
+    assert con.mute
+    assert R.fcurve(ob, 'pose.bones["b00"].rotation_quaternion', 0) is None  # chain_count 4
+    for f in range(1, 41, 3):
+        scene.frame_set(f)
+        assert (R.world_tail(ob, "b04") - R.world_location(t)).length < 5e-3, f
+        q = R.evaluated_locals(ob)["b02"]
+        assert abs(q.y) < 1e-5 and abs(q.z) < 1e-5  # hinge about X
+        assert q.angle <= math.radians(60) + 1e-4
+
+
+def test_keep_constraints_when_asked():
+    ob = R.make_chain(3)
+    t = _animated_target("T", {1: (0.3, 0.0, 1.2), 10: (0.5, 0.2, 1.1)})
+    con = ob.pose.bones["b02"].constraints.new('IK')
+    con.target = t
+    R.activate(ob)
+    bpy.ops.sinew.bake(frame_start=1, frame_end=10, keep_constraints=True)
+    assert not con.mute
+
+
+def test_only_moved_off_keys_every_bone():
+    ob = R.make_chain(5)
+    t = _animated_target("T", {1: (0.3, 0.0, 1.2), 10: (0.5, 0.2, 1.1)})
+    R.set_goal(ob, "b04", t, chain_length=2)
+    R.activate(ob)
+    bpy.ops.sinew.bake(frame_start=1, frame_end=10, only_moved=False)
+    for i in range(5):
+        assert R.fcurve(ob, f'pose.bones["b{i:02d}"].rotation_quaternion', 0) is not None
+
+
+def test_cancel_leaves_the_scene_exactly_as_before(addon):
+    scene = bpy.context.scene
+    scene.frame_set(5)
+    ob, t = _chain_with_target(frames=range(1, 61))
+    prev = _pre_animate(ob)
+    scene.frame_set(5)
+    ob.pose.bones["b02"].rotation_quaternion = (0.9, 0.1, 0.2, 0.0)  # an unkeyed edit
+    snap, acts, before = R.pose_snapshot(ob), len(bpy.data.actions), R.action_snapshot(prev)
+    job = addon.pipeline.BakeJob(bpy.context, ob, 1, 60, addon.pipeline.Settings(), chunk=5)
+    gen = job.steps()
+    for _ in range(8):  # part-way: sampled 40 frames
+        next(gen)
+    assert scene.frame_current != 5
+    gen.close()
+    job.cancel()
+    assert scene.frame_current == 5
+    assert R.pose_snapshot(ob) == snap
+    assert len(bpy.data.actions) == acts and ob.animation_data.action == prev
+    assert not prev.use_fake_user
+    assert R.same_snapshot(R.action_snapshot(prev), before)
+
+
+def test_bake_errors_change_nothing():
+    scene = bpy.context.scene
+    ob = R.make_chain(3)
+    R.activate(ob)
+    scene.frame_set(4)
+    R.set_goal(ob, "b02", None)
+    snap, acts = R.pose_snapshot(ob), len(bpy.data.actions)
+    with pytest.raises(RuntimeError, match="target is missing"):
+        bpy.ops.sinew.bake(frame_start=1, frame_end=20)
+    with pytest.raises(RuntimeError, match="frame range is empty"):
+        ob.pose.bones["b02"].sinew.target = R.add_empty("T")
+        bpy.ops.sinew.bake(frame_start=20, frame_end=10)
+    assert scene.frame_current == 4 and R.pose_snapshot(ob) == snap
+    assert len(bpy.data.actions) == acts and ob.animation_data is None
+
+
+def _chain_top(ob, bone, n):
+    pb = ob.pose.bones[bone]
+    for _ in range(n - 1):
+        pb = pb.parent
+    return pb.name
+
+
+def metarig_paths(ob, specs, frames, amp=0.12):
+    """A reachable, smoothly moving target per effector: the effector's rest tail pulled 15%
+    toward its chain's top, plus a circle (keyed every 4 frames)."""
+    targets = {}
+    for k, (bone, n) in enumerate(specs.items()):
+        top = R.world_head(ob, _chain_top(ob, bone, n))
+        centre = top + 0.85 * (R.world_tail(ob, bone) - top)
+        a = amp * (0.4 if bone.startswith("spine") else 1.0)
+        targets[bone] = _animated_target(
+            f"T_{bone}", {f: tuple(centre + Vector(_circle((0, 0, 0), a, f, n=len(frames), phase=k, axis=(1, 2))))
+                          for f in list(frames)[::4]})
+    return targets
+
+
+def test_metarig_bake(addon, capfd):
+    """Hands, feet and head of the Rigify human track animated empties (the metarig mixes
+    QUATERNION and YXZ Euler bones: both kinds are keyed)."""
+    scene = bpy.context.scene
+    ob = R.make_metarig()
+    frames = range(1, 61)
+    specs = {"hand.L": 4, "hand.R": 4, "foot.L": 3, "foot.R": 3, "spine.006": 4}  # hands: up to the shoulders
+    targets = metarig_paths(ob, specs, frames)
+    for bone, n in specs.items():
+        R.set_goal(ob, bone, targets[bone], chain_length=n)
+    R.activate(ob)
+    t0 = time.perf_counter()
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=60) == {'FINISHED'}
+    dt = time.perf_counter() - t0
+    out = capfd.readouterr().out
+    print(f"metarig bake: 60 frames in {dt:.3f} s ({dt / 60 * 1000:.2f} ms/frame); {out.strip()}")
+    modes = {}
+    for name in ("hand.L", "forearm.L", "upper_arm.L", "shoulder.L", "foot.R", "shin.R", "thigh.R", "spine.006", "spine.003"):
+        pb = ob.pose.bones[name]
+        modes[pb.rotation_mode] = name
+        path = pb.path_from_id("rotation_quaternion" if pb.rotation_mode == 'QUATERNION' else "rotation_euler")
+        frames_keyed, _ = R.key_frames(R.fcurve(ob, path, 0))
+        assert list(frames_keyed) == list(frames), name
+    assert set(modes) == {'QUATERNION', 'YXZ'}
+    for f in (1, 17, 33, 60):
+        scene.frame_set(f)
+        for bone, t in targets.items():
+            assert (R.world_tail(ob, bone) - R.world_location(t)).length < TOL, (f, bone)

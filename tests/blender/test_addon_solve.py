@@ -1,0 +1,301 @@
+"""IK Solve (sinew.solve) on real armatures; every check reads the *evaluated* pose back."""
+
+import math
+
+import bpy
+import pytest
+from mathutils import Vector
+
+import sinew_rigs as R
+
+TOL = 1e-3  # world units; the solver's tolerance is 1e-4 in armature space
+
+
+def _place(ob):
+    """Moves and turns the armature object so armature and world space differ."""
+    ob.location = (1.0, -2.0, 0.5)
+    ob.rotation_euler = (0.3, -0.2, 0.9)
+    bpy.context.view_layer.update()
+
+
+def test_chain_reaches_a_reachable_target_and_keys_moved_bones():
+    ob = R.make_chain(10, roll_step=0.4)
+    _place(ob)
+    target = R.add_empty("T", ob.matrix_world @ Vector((1.5, 0.5, 3.0)))
+    R.set_goal(ob, "b09", target)
+    R.activate(ob)
+    bpy.context.scene.frame_set(7)
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    assert (R.world_tail(ob, "b09") - R.world_location(target)).length < TOL
+    # Keys at the current frame for every moved bone (the whole chain: chain length 0).
+    for i in range(10):
+        fc = R.fcurve(ob, f'pose.bones["b{i:02d}"].rotation_quaternion', 0)
+        assert fc is not None
+        frames, _ = R.key_frames(fc)
+        assert list(frames) == [7.0]
+
+
+def test_chain_length_limits_the_moved_bones():
+    ob = R.make_chain(10)
+    target = R.add_empty("T", (1.0, 0.0, 4.0))
+    R.set_goal(ob, "b09", target, chain_length=4)
+    R.activate(ob)
+    bpy.ops.sinew.solve()
+    assert (R.world_tail(ob, "b09") - target.location).length < TOL
+    locs = R.evaluated_locals(ob)
+    for i in range(6):
+        assert locs[f"b{i:02d}"].angle < 1e-6
+    assert R.fcurve(ob, 'pose.bones["b05"].rotation_quaternion', 0) is None
+
+
+def test_unreachable_target_leaves_the_chain_pointing_at_it():
+    ob = R.make_chain(10, roll_step=0.3)
+    _place(ob)
+    target = R.add_empty("T", ob.matrix_world @ Vector((8.0, 3.0, 6.0)))
+    R.set_goal(ob, "b09", target)
+    R.activate(ob)
+    bpy.ops.sinew.solve()
+    base = R.world_head(ob, "b00")
+    want = (R.world_location(target) - base).normalized()
+    for i in range(10):
+        d = (R.world_tail(ob, f"b{i:02d}") - R.world_head(ob, f"b{i:02d}")).normalized()
+        assert d.angle(want) < 1e-3, (i, math.degrees(d.angle(want)))
+
+
+def test_y_branch_reaches_both_targets_and_finds_the_sub_base(addon):
+    ob = R.make_ybranch()
+    tl = R.add_empty("TL", (0.9, 0.3, 2.2))
+    tr = R.add_empty("TR", (-1.0, -0.2, 2.0))
+    R.set_goal(ob, "L2", tl)
+    R.set_goal(ob, "R2", tr)
+    R.activate(ob)
+    a = addon.rig_reader.analysis(ob)
+    assert a["error"] is None
+    assert a["sub_bases"] == ["trunk2"]
+    moved = {bone: m for bone, _src, m in a["goals"]}
+    assert moved["L2"] == ["L2", "L1", "L0", "trunk2", "trunk1", "trunk0"]
+    assert moved["R2"] == ["R2", "R1", "R0", "trunk2", "trunk1", "trunk0"]
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    assert (R.world_tail(ob, "L2") - tl.location).length < TOL
+    assert (R.world_tail(ob, "R2") - tr.location).length < TOL
+
+
+def _cone_ok(q, x_pos, x_neg, z_pos, z_neg, eps=1e-4):
+    (x, z), _tw = R.swing_twist(q)
+    a = x_pos if x >= 0 else x_neg
+    b = z_pos if z >= 0 else z_neg
+    return (x / a) ** 2 + (z / b) ** 2 <= 1.0 + eps
+
+
+def test_cones_and_twist_limits_are_respected():
+    ob = R.make_chain(5, roll_step=0.5)
+    target = R.add_empty("T", (1.6, 0.4, 1.2))
+    cone = (math.radians(30), math.radians(10), math.radians(25), math.radians(15))
+    for i in range(5):
+        s = ob.pose.bones[f"b{i:02d}"].sinew
+        s.use_cone = True
+        s.cone_x_pos, s.cone_x_neg, s.cone_z_pos, s.cone_z_neg = cone
+        s.use_twist = True
+        s.twist_min, s.twist_max = math.radians(-5), math.radians(8)
+    # An orientation goal twisted about the tip's own axis pulls on the twist limits.
+    target.rotation_euler = (0.0, 0.0, 2.0)
+    R.set_goal(ob, "b04", target, use_orientation=True)
+    R.activate(ob)
+    bpy.ops.sinew.solve()
+    locs = R.evaluated_locals(ob)
+    bent = 0.0
+    for i in range(5):
+        q = locs[f"b{i:02d}"]
+        assert _cone_ok(q, *cone), (i, R.swing_twist(q))
+        _sw, tw = R.swing_twist(q)
+        assert math.radians(-5) - 1e-4 <= tw <= math.radians(8) + 1e-4, (i, math.degrees(tw))
+        bent = max(bent, q.angle)
+    assert bent > math.radians(8)  # the limits bound a real bend, not a rest pose
+
+
+def test_blender_ik_constraint_and_ik_limits_need_no_sinew_setup():
+    ob = R.make_chain(4, roll_step=0.2)
+    target = R.add_empty("T", (0.8, 0.3, 1.3))
+    tip = ob.pose.bones["b03"]
+    con = tip.constraints.new('IK')
+    con.target = target
+    con.chain_count = 3
+    # b02: X locked, Y locked → a hinge about Z; b01: X limited to [-20°, 35°], Z free.
+    b2 = ob.pose.bones["b02"]
+    b2.lock_ik_x = b2.lock_ik_y = True
+    b1 = ob.pose.bones["b01"]
+    b1.use_ik_limit_x = True
+    b1.ik_min_x, b1.ik_max_x = math.radians(-20), math.radians(35)
+    b1.use_ik_limit_y = True
+    b1.ik_min_y, b1.ik_max_y = math.radians(-3), math.radians(3)
+    R.activate(ob)
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    assert con.mute, "the replaced Blender IK constraint is muted"
+    assert (R.world_tail(ob, "b03") - target.location).length < TOL
+    locs = R.evaluated_locals(ob)
+    q2 = locs["b02"]
+    assert abs(q2.x) < 1e-5 and abs(q2.y) < 1e-5  # only about Z
+    (x1, _z1), tw1 = R.swing_twist(locs["b01"])
+    assert math.radians(-20) - 1e-4 <= x1 <= math.radians(35) + 1e-4
+    assert abs(tw1) <= math.radians(3) + 1e-4
+    assert locs["b00"].angle < 1e-6  # chain_count 3: b00 does not move
+
+
+def test_keep_ik_constraints_option():
+    ob = R.make_chain(3)
+    target = R.add_empty("T", (0.5, 0.0, 1.2))
+    con = ob.pose.bones["b02"].constraints.new('IK')
+    con.target = target
+    R.activate(ob)
+    bpy.ops.sinew.solve(keep_constraints=True)
+    assert not con.mute
+
+
+def test_muted_and_zero_influence_constraints_are_skipped():
+    ob = R.make_chain(3)
+    t = R.add_empty("T", (0.5, 0.0, 1.2))
+    c1 = ob.pose.bones["b02"].constraints.new('IK')
+    c1.target, c1.mute = t, True
+    c2 = ob.pose.bones["b01"].constraints.new('IK')
+    c2.target, c2.influence = t, 0.0
+    R.activate(ob)
+    with pytest.raises(RuntimeError, match="no IK goals"):
+        bpy.ops.sinew.solve()
+
+
+def test_bone_subtarget_uses_its_head_and_pole_aims_the_chain():
+    ob = R.make_chain(2, length=1.0)
+    ctl = R.make_chain(1, length=0.2, name="Controls")
+    ctl.location = (0.6, 0.0, 1.0)
+    pole = R.add_empty("Pole", (0.0, -3.0, 1.0))
+    R.set_goal(ob, "b01", ctl, subtarget="b00", pole_target=pole)
+    R.activate(ob)
+    bpy.ops.sinew.solve()
+    assert (R.world_tail(ob, "b01") - R.world_head(ctl, "b00")).length < TOL
+    # Pole angle 0, as in Blender: the first bone's X axis points at the pole (seen along the
+    # chain's axis, from its head to the target).
+    e = ob.evaluated_get(R.depsgraph())
+    x = (e.matrix_world @ e.pose.bones["b00"].matrix).col[0].xyz
+    head = R.world_head(ob, "b00")
+    axis = (R.world_head(ctl, "b00") - head).normalized()
+    flat = lambda v: (v - axis * v.dot(axis)).normalized()  # noqa: E731
+    assert flat(x).angle(flat(pole.location - head)) < math.radians(0.5)
+
+
+def test_euler_and_axis_angle_bones_are_written_in_their_mode():
+    ob = R.make_chain(4, roll_step=0.3)
+    modes = ['XZY', 'QUATERNION', 'AXIS_ANGLE', 'YXZ']
+    for i, m in enumerate(modes):
+        ob.pose.bones[f"b{i:02d}"].rotation_mode = m
+    target = R.add_empty("T", (0.9, -0.4, 1.1))
+    R.set_goal(ob, "b03", target)
+    R.activate(ob)
+    bpy.ops.sinew.solve()
+    assert (R.world_tail(ob, "b03") - target.location).length < TOL
+    pb0 = ob.pose.bones["b00"]
+    assert tuple(pb0.rotation_quaternion) == (1.0, 0.0, 0.0, 0.0)  # untouched: the bone is in XZY
+    assert Vector(pb0.rotation_euler).length > 1e-3
+    assert R.fcurve(ob, 'pose.bones["b00"].rotation_euler', 2) is not None
+    assert R.fcurve(ob, 'pose.bones["b02"].rotation_axis_angle', 3) is not None
+
+
+def test_redo_settings_and_no_keys_option():
+    ob = R.make_chain(6)
+    target = R.add_empty("T", (1.0, 0.5, 2.0))
+    R.set_goal(ob, "b05", target)
+    R.activate(ob)
+    assert bpy.ops.sinew.solve(use_keyframes=False, max_iterations=300, tolerance=1e-5) == {'FINISHED'}
+    assert ob.animation_data is None
+    assert (R.world_tail(ob, "b05") - target.location).length < 1e-4
+
+
+def test_free_root_translates_to_an_out_of_reach_target():
+    ob = R.make_chain(3)
+    target = R.add_empty("T", (3.0, 1.0, 1.0))
+    R.set_goal(ob, "b02", target)
+    R.activate(ob)
+    bpy.ops.sinew.solve(root_mode='FREE')
+    assert (R.world_tail(ob, "b02") - target.location).length < TOL
+    assert Vector(ob.pose.bones["b00"].location).length > 0.1
+    assert R.fcurve(ob, 'pose.bones["b00"].location', 0) is not None
+
+
+# Reachable offsets from each effector's rest tail (toward the body / bending the limb).
+METARIG_GOALS = {"hand.L": ((-0.15, -0.2, 0.1), 3), "hand.R": ((0.2, -0.15, 0.15), 3),
+                 "foot.L": ((0.0, -0.15, 0.2), 3), "foot.R": ((0.02, 0.1, 0.12), 3),
+                 "spine.006": ((0.0, -0.08, -0.05), 4)}
+
+
+def test_metarig_limbs_and_head_reach(addon):
+    ob = R.make_metarig()
+    R.activate(ob)
+    targets = {}
+    for bone, (off, n) in METARIG_GOALS.items():
+        t = R.add_empty(f"T_{bone}", R.world_tail(ob, bone) + Vector(off))
+        R.set_goal(ob, bone, t, chain_length=n)
+        targets[bone] = t
+    R.activate(ob)
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    for bone, t in targets.items():
+        assert (R.world_tail(ob, bone) - t.location).length < TOL, bone
+    a = addon.rig_reader.analysis(ob)
+    assert a["error"] is None and len(a["goals"]) == 5
+
+
+def _unchanged(ob, snap, n_actions):
+    assert R.pose_snapshot(ob) == snap
+    assert ob.animation_data is None
+    assert len(bpy.data.actions) == n_actions
+
+
+def test_errors_are_reported_and_change_nothing(capfd):
+    ob = R.make_chain(4)
+    target = R.add_empty("T", (0.5, 0.0, 1.5))
+    R.activate(ob)
+    snap, n_actions = R.pose_snapshot(ob), len(bpy.data.actions)
+
+    with pytest.raises(RuntimeError, match="no IK goals"):
+        bpy.ops.sinew.solve()
+    _unchanged(ob, snap, n_actions)
+
+    s = R.set_goal(ob, "b03", None)
+    with pytest.raises(RuntimeError, match='Bone "b03": Sinew goal target is missing'):
+        bpy.ops.sinew.solve()
+    _unchanged(ob, snap, n_actions)
+
+    s.target = ob
+    s.subtarget = "nope"
+    with pytest.raises(RuntimeError, match='has no bone "nope"'):
+        bpy.ops.sinew.solve()
+    _unchanged(ob, snap, n_actions)
+
+    s.target, s.subtarget = target, ""
+    lim = ob.pose.bones["b01"].sinew
+    lim.use_twist = True
+    lim.twist_min, lim.twist_max = 0.5, 0.1
+    with pytest.raises(RuntimeError, match='Bone "b01": bad limit'):
+        bpy.ops.sinew.solve()
+    _unchanged(ob, snap, n_actions)
+
+    lim.use_twist = False
+    lim.use_cone = True
+    lim.cone_x_pos = 0.0
+    with pytest.raises(RuntimeError, match='Bone "b01": bad limit'):
+        bpy.ops.sinew.solve()
+    _unchanged(ob, snap, n_actions)
+    err = capfd.readouterr()
+    assert "bad limit" in err.out + err.err
+
+    lim.use_cone = False
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    out = capfd.readouterr().out
+    assert "Sinew: 1 goal(s) reached" in out
+
+
+def test_error_in_edit_mode_and_wrong_object():
+    ob = R.make_chain(2)
+    R.activate(ob)
+    bpy.ops.object.mode_set(mode='EDIT')
+    assert not bpy.ops.sinew.solve.poll()
+    bpy.ops.object.mode_set(mode='POSE')
+    assert bpy.ops.sinew.solve.poll()
