@@ -11,10 +11,6 @@ use crate::convert::{BoneSpec, Dim, push_wxyz, push_xyz, quats_from_wxyz, read_f
 use crate::errors::{NonFiniteError, RigError, guard, guard_core};
 use sinew::{ConeLimit, HingeLimit, JointLimit, Pose, Swing, TwistLimit};
 
-/// The smallest cone half-angle handed to the core for a Blender limit of exactly 0 (the core
-/// requires half-angles in (0, π]; Blender allows `ik_min_x = 0` or `ik_max_x = 0`).
-const MIN_BLENDER_HALF_ANGLE: f64 = 1e-6;
-
 /// A skeleton with rest transforms, lengths and joint limits.
 ///
 /// Cheap to pass around: solves take a snapshot (an `Arc`), and limit changes copy the rig only
@@ -171,13 +167,8 @@ impl PyRig {
 
     /// The cone Blender builds from `ik_min_x, ik_max_x, ik_min_z, ik_max_z` (radians).
     fn set_cone_limit_blender(&self, bone: &Bound<'_, PyAny>, min_x: f64, max_x: f64, min_z: f64, max_z: f64) -> PyResult<()> {
-        let mut cone = ConeLimit::from_blender(min_x, max_x, min_z, max_z);
-        for v in [&mut cone.x_pos, &mut cone.x_neg, &mut cone.z_pos, &mut cone.z_neg] {
-            // Blender allows a zero half-angle ("no swing this way"); the core needs > 0.
-            if *v == 0.0 {
-                *v = MIN_BLENDER_HALF_ANGLE;
-            }
-        }
+        // A bound of exactly 0 becomes ConeLimit::ZERO_BOUND in the core.
+        let cone = ConeLimit::from_blender(min_x, max_x, min_z, max_z);
         self.update_limit(bone, |l| JointLimit { swing: Swing::Cone(cone), ..l })
     }
 

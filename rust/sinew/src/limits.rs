@@ -50,10 +50,18 @@ impl ConeLimit {
 
     /// The cone Blender's solver builds from a bone's `ik_min_x/ik_max_x/ik_min_z/ik_max_z`
     /// (radians; mins ≤ 0 ≤ maxes).
+    ///
+    /// Blender rigs often give a bound of exactly 0 (a knee's `ik_min_x`), which would make a
+    /// quarter ellipse degenerate; such a bound becomes [`ConeLimit::ZERO_BOUND`]. Values on
+    /// the wrong side of zero are left as they are for validation to reject.
     #[must_use]
     pub fn from_blender(min_x: f64, max_x: f64, min_z: f64, max_z: f64) -> Self {
-        Self::new(max_x, -min_x, max_z, -min_z)
+        let half = |v: f64| if v == 0.0 { Self::ZERO_BOUND } else { v };
+        Self::new(half(max_x), half(-min_x), half(max_z), half(-min_z))
     }
+
+    /// The half-angle (radians) that stands for a bound of 0 in [`ConeLimit::from_blender`].
+    pub const ZERO_BOUND: f64 = 1e-6;
 
     /// Clamps a swing rotation (no component about Y) into the cone.
     #[must_use]

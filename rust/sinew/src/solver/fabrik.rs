@@ -183,7 +183,9 @@ impl Fabrik {
                     p[k + 1] = if r > EPS_LEN { p[k] + d * (lengths(k) / r) } else { p[k] + DVec3::Y * lengths(k) };
                 }
                 if (p[m] - last_end).length() <= s.stall_tolerance {
-                    stop = StopReason::Stalled;
+                    // Stalled short of a reachable target (a straight chain on the target's own
+                    // line never bends): the closed-form finish bends it.
+                    stop = if finish_exactly(p, &lengths, target) { StopReason::Converged } else { StopReason::Stalled };
                     break;
                 }
                 last_end = p[m];
@@ -296,6 +298,17 @@ impl Fabrik {
                 *e = now;
             }
             if moved <= s.stall_tolerance {
+                // Stalled: a free tail may still be bent onto its target in closed form (a
+                // straight chain on its target's own line never bends under FABRIK's steps).
+                let before: f64 = goals.iter().map(|g| (self.frames.effector(g.bone, g.use_tail) - g.target).length()).sum();
+                self.finish_free_tails(problem, &vec![f64::INFINITY; goals.len()]);
+                let after: f64 = goals.iter().map(|g| (self.frames.effector(g.bone, g.use_tail) - g.target).length()).sum();
+                if after < before - tol {
+                    for (g, e) in goals.iter().zip(self.effectors.iter_mut()) {
+                        *e = self.frames.effector(g.bone, g.use_tail);
+                    }
+                    continue;
+                }
                 stop = StopReason::Stalled;
                 break;
             }
@@ -779,5 +792,61 @@ fn aim(rot: DQuat, head: DVec3, local: DVec3, target: DVec3) -> DQuat {
     match (target - head).try_normalize() {
         Some(dir) if len > EPS_LEN => turn_toward(rot, local / len, dir),
         _ => rot,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::goal::Goal;
+    use crate::limits::JointLimit;
+    use crate::rig::Bone;
+
+    fn chain(n: usize) -> Rig {
+        let bones = (0..n)
+            .map(|i| Bone {
+                name: format!("b{i}"),
+                parent: i.checked_sub(1),
+                rest_head: if i == 0 { DVec3::ZERO } else { DVec3::Y },
+                rest_rotation: DQuat::IDENTITY,
+                length: 1.0,
+                limit: JointLimit::FREE,
+            })
+            .collect();
+        Rig::new(bones).unwrap()
+    }
+
+    #[test]
+    fn straight_chain_reaches_a_target_on_its_own_line() {
+        // Serial path (one free chain) and tree path (a second goal makes it a tree problem).
+        let target = DVec3::new(0.0, 9.5, 0.0);
+        let serial = Problem::new(chain(10), vec![Goal::new(9, target)], RootMode::Pinned).unwrap();
+        let mut tree_rig_bones = chain(10).bones().to_vec();
+        tree_rig_bones.push(Bone { name: "side".into(), parent: Some(0), ..tree_rig_bones[1].clone() });
+        let tree = Problem::new(
+            Rig::new(tree_rig_bones).unwrap(),
+            vec![Goal::new(9, target), Goal::new(10, DVec3::new(0.0, 2.0, 0.0)).with_chain_length(1)],
+            RootMode::Pinned,
+        )
+        .unwrap();
+        for problem in [serial, tree] {
+            let s = Fabrik::new(SolveSettings::default()).solve(&problem, &Pose::rest(problem.rig().len())).unwrap();
+            assert!(s.reached, "{:?} {:?}", s.stop, s.residuals);
+            let f = problem.rig().forward(&s.pose);
+            assert!((f.tails[9] - target).length() <= 1e-4);
+        }
+    }
+
+    #[test]
+    fn unreachable_target_straightens_in_one_pass() {
+        let target = DVec3::new(20.0, 3.0, -1.0);
+        let problem = Problem::new(chain(10), vec![Goal::new(9, target)], RootMode::Pinned).unwrap();
+        let s = Fabrik::new(SolveSettings::default()).solve(&problem, &Pose::rest(10)).unwrap();
+        assert_eq!((s.iterations, s.stop), (1, StopReason::OutOfReach));
+        let f = problem.rig().forward(&s.pose);
+        let dir = target.normalize();
+        for i in 0..10 {
+            assert!(((f.tails[i] - f.heads[i]).normalize() - dir).length() < 1e-12);
+        }
     }
 }

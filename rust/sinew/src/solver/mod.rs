@@ -217,9 +217,18 @@ pub fn solve_sequence(
     }
     let mut problem = problem.clone();
     // Validate every input up front so a bad frame cannot leave a half-written result.
-    for (k, t) in inputs.targets.iter().enumerate() {
-        if !t.is_finite() {
-            return Err(Error::BadGoal { goal: k % g.max(1), reason: format!("target at frame {} is not finite", k / g.max(1)) });
+    let bad = |k: usize, what: &str| Error::BadGoal { goal: k % g.max(1), reason: format!("{what} at frame {} is not finite", k / g.max(1)) };
+    if let Some(k) = inputs.targets.iter().position(|t| !t.is_finite()) {
+        return Err(bad(k, "target"));
+    }
+    if let Some(o) = inputs.orientations {
+        if let Some(k) = o.iter().position(|q| !q.is_finite() || q.length() < 1e-9) {
+            return Err(bad(k, "orientation (or it has zero length)"));
+        }
+    }
+    if let Some(p) = inputs.poles {
+        if let Some(k) = p.iter().position(|t| !t.is_finite()) {
+            return Err(bad(k, "pole target"));
         }
     }
     let mut pose = problem.checked_pose(start)?;
