@@ -70,6 +70,11 @@ def key_current(ob, names, frame, root_bone=None) -> None:
         ob.pose.bones[root_bone].keyframe_insert("location", frame=frame, group=root_bone)
 
 
+# Blender 4.4+ (and 5.0, where Action.fcurves is gone) stores keys in slotted, layered actions;
+# 4.2 and 4.3 (blender_version_min is 4.2.0) have the legacy Action.fcurves.
+SLOTTED = hasattr(bpy.types, "ActionSlot")
+
+
 def prepare_action(ob, new_action: bool):
     """The action and slot to bake into: (action, slot, previous action or None).
 
@@ -78,7 +83,8 @@ def prepare_action(ob, new_action: bool):
     it is never lost. Otherwise the current action (created if there is none)."""
     ad = ob.animation_data or ob.animation_data_create()
     prev = ad.action
-    prev_ident = ad.action_slot.identifier if (prev is not None and ad.action_slot is not None) else None
+    slot = getattr(ad, "action_slot", None)
+    prev_ident = slot.identifier if (prev is not None and slot is not None) else None
     if new_action or prev is None:
         if prev is not None:
             act = prev.copy()
@@ -88,12 +94,14 @@ def prepare_action(ob, new_action: bool):
         if new_action:
             act.name = f"{ob.name}_Sinew"
         ad.action = act
-        if prev_ident is not None:
+        if SLOTTED and prev_ident is not None:
             for slot in act.slots:
                 if slot.identifier == prev_ident:
                     ad.action_slot = slot
                     break
     act = ad.action
+    if not SLOTTED:
+        return act, None, prev
     slot = ad.action_slot
     if slot is None:
         slot = anim_utils.action_get_first_suitable_slot(act, 'OBJECT') or act.slots.new(id_type='OBJECT', name=ob.name)
@@ -137,20 +145,34 @@ def write_bake(ob, frames, names, rotations, root_bone=None, root_locations=None
     Keys outside the range are never touched. Returns (action, previous action or None)."""
     frames = np.asarray(frames, dtype=np.float64)
     act, slot, prev = prepare_action(ob, new_action)
-    cb = anim_utils.action_ensure_channelbag_for_slot(act, slot)
+    fcurve = _fcurve_getter(act, slot)
     for k, name in enumerate(names):
         pb = ob.pose.bones[name]
         prop = rotation_property(pb)
         vals = channel_values(pb, rotations[:, k, :], (compat or {}).get(name))
         path = pb.path_from_id(prop)
         for c in range(vals.shape[1]):
-            replace_range(cb.fcurves.ensure(path, index=c, group_name=name), frames, vals[:, c])
+            replace_range(fcurve(path, c, name), frames, vals[:, c])
     if root_bone is not None and root_locations is not None:
         pb = ob.pose.bones[root_bone]
         path = pb.path_from_id("location")
         for c in range(3):
-            replace_range(cb.fcurves.ensure(path, index=c, group_name=pb.name), frames, root_locations[:, c])
+            replace_range(fcurve(path, c, pb.name), frames, root_locations[:, c])
     return act, prev
+
+
+def _fcurve_getter(act, slot):
+    """fcurve(data_path, index, group) -> the F-curve, created if missing."""
+    if SLOTTED:
+        fcurves = anim_utils.action_ensure_channelbag_for_slot(act, slot).fcurves
+        if hasattr(fcurves, "ensure"):
+            return lambda path, index, group: fcurves.ensure(path, index=index, group_name=group)
+        return lambda path, index, group: fcurves.find(path, index=index) or fcurves.new(path, index=index)
+
+    def legacy(path, index, group):
+        return act.fcurves.find(path, index=index) or act.fcurves.new(path, index=index, action_group=group)
+
+    return legacy
 
 
 def mute_constraints(ob, replaced, mute: bool = True) -> int:

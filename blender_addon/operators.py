@@ -175,16 +175,16 @@ class SINEW_OT_bake(_SolverProps, bpy.types.Operator):
             self._cleanup(context)
             self.report({'WARNING'}, "Sinew bake cancelled; nothing was changed")
             return {'CANCELLED'}
-        if event.type != 'TIMER' or event.timer is not self._timer:
-            # Keep the scene still while the bake reads it.
+        if event.type != 'TIMER':
+            # Swallow other input: the scene must stay still while the bake reads it.
             return {'RUNNING_MODAL'}
         try:
             progress = next(self._gen)
         except StopIteration:
             progress = 1.0
-        except ReadError as ex:
+        except Exception as ex:  # ReadError, or a bug: either way stop cleanly (the job restored the scene)
             self._cleanup(context)
-            self.report({'ERROR'}, str(ex))
+            self.report({'ERROR'}, str(ex) if isinstance(ex, ReadError) else f"Sinew bake failed: {ex!r}")
             return {'CANCELLED'}
         context.window_manager.progress_update(int(progress * 100))
         context.workspace.status_text_set(f"Sinew: baking… {progress * 100:.0f}% (Esc to cancel)")

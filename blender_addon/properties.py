@@ -63,7 +63,8 @@ class SinewBoneSettings(bpy.types.PropertyGroup):
     )
     chain_length: IntProperty(
         name="Chain Length",
-        description="How many bones, from this one up, the goal may move (0: up to the root)",
+        description="How many bones the goal may move, from this one up (from its parent up when Use Tail "
+                    "is off), 0: up to the root",
         default=0,
         min=0,
         max=255,

@@ -152,29 +152,36 @@ def read_goals(ob) -> tuple[list[GoalSpec], list[tuple[str, str]], list[str]]:
                     sub = c.pole_subtarget if c.pole_target.type == 'ARMATURE' else ""
                     pole = TargetRef(c.pole_target, sub)
             sub = c.subtarget if c.target.type == 'ARMATURE' else ""
+            # Without use_tail Blender leaves the constrained bone out of the chain: its parent is
+            # the chain's tip, and the parent's tail (and, with use_rotation, its orientation) is
+            # what goes to the target; chain_count counts from the parent.
+            effector, source = pb.name, f'IK "{c.name}"'
+            if not c.use_tail:
+                if pb.parent is None:
+                    warnings.append(f'Bone "{pb.name}": IK constraint "{c.name}" has no chain '
+                                    "(Use Tail is off on a bone without parent); skipped")
+                    continue
+                effector, source = pb.parent.name, f'IK "{c.name}" on {pb.name} (Use Tail off)'
             goals.append(GoalSpec(
-                bone=pb.name, target=TargetRef(c.target, sub), use_tail=c.use_tail,
+                bone=effector, target=TargetRef(c.target, sub), use_tail=True,
                 # The engine has no partially applied goal; a constraint's influence scales its
                 # weight, which decides how competing goals share bones.
                 weight=max(1e-3, c.weight * c.influence),
                 use_orientation=c.use_rotation,
-                chain_length=_engine_chain_length(c.chain_count, c.use_tail),
-                pole=pole, pole_angle=c.pole_angle, source=f'IK "{c.name}"', constraint=c.name,
+                chain_length=c.chain_count,
+                pole=pole, pole_angle=c.pole_angle, source=source, constraint=c.name,
             ))
             replaced.append((pb.name, c.name))
     return goals, replaced, warnings
 
 
-def _engine_chain_length(chain_count: int, use_tail: bool) -> int:
-    """Blender's chain_count (0 = to the root) as the engine's chain length.
-
-    Without use_tail Blender leaves the constrained bone out of the chain and counts from its
-    parent; the engine always counts from the effector bone (which then pulls its head), so one
-    more bone is needed to move the same bones.
-    """
-    if chain_count == 0:
+def _engine_chain_length(chain_length: int, use_tail: bool) -> int:
+    """A Sinew goal's chain length for the engine: the engine counts from the effector bone also
+    when it pulls the bone's head, where the bone's own rotation cannot help; the Sinew setting
+    counts the bones that can (as Blender's chain_count does), so one more is passed."""
+    if chain_length == 0:
         return 0
-    return chain_count if use_tail else chain_count + 1
+    return chain_length if use_tail else chain_length + 1
 
 
 def read_limit(pb) -> LimitSpec:

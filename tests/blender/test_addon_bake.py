@@ -307,3 +307,37 @@ def test_metarig_bake(addon, capfd):
         scene.frame_set(f)
         for bone, t in targets.items():
             assert (R.world_tail(ob, bone) - R.world_location(t)).length < TOL, (f, bone)
+
+
+def test_chunked_bake_as_the_modal_operator_runs_it_equals_one_call(addon):
+    """The modal operator advances BakeJob.steps() a chunk per timer tick (one solve_sequence
+    call per chunk, each starting from the previous chunk's last pose): same keys as one call."""
+    scene = bpy.context.scene
+    ob, t = _chain_with_target()
+    one = addon.pipeline.BakeJob(bpy.context, ob, 1, 40, addon.pipeline.Settings()).run()
+    ob.animation_data_clear()
+    for pb in ob.pose.bones:
+        pb.rotation_quaternion = (1, 0, 0, 0)
+    job = addon.pipeline.BakeJob(bpy.context, ob, 1, 40, addon.pipeline.Settings(), chunk=7)
+    ticks = list(job.steps())
+    assert len(ticks) > 10 and ticks == sorted(ticks) and ticks[-1] == 1.0
+    # (a chunk's start pose is renormalised by the engine: round-off, far below the tolerance)
+    np.testing.assert_allclose(job.result.rotations, one.rotations, atol=1e-7)
+    scene.frame_set(29)
+    assert (R.world_tail(ob, "b05") - R.world_location(t)).length < TOL
+
+
+def test_animated_ancestors_switch_to_per_frame_solves(addon):
+    ob = R.make_chain(4)
+    R.activate(ob)
+    for f, ang in ((1, 0.0), (10, 0.4)):
+        ob.pose.bones["b00"].rotation_quaternion = Quaternion((1, 0, 0), ang)
+        ob.pose.bones["b00"].keyframe_insert("rotation_quaternion", frame=f)
+    t = _animated_target("T", {1: (0.3, 0.0, 1.6), 10: (0.2, -0.5, 1.5)})
+    R.set_goal(ob, "b03", t, chain_length=3)
+    job = addon.pipeline.BakeJob(bpy.context, ob, 1, 10, addon.pipeline.Settings())
+    r = job.run()
+    assert r.per_frame and r.reached.all()
+    still = R.make_chain(4, name="Still")
+    R.set_goal(still, "b03", t, chain_length=3)
+    assert not addon.pipeline.BakeJob(bpy.context, still, 1, 10, addon.pipeline.Settings()).run().per_frame

@@ -61,3 +61,27 @@ def test_pole_puts_the_knee_where_blender_ik_does(target, angle):
     knee_b, _ = _knee_after(target, (0, -3, 1), angle, "blender")
     knee_s, _ = _knee_after(target, (0, -3, 1), angle, "sinew")
     assert (knee_b - knee_s).length < 0.02, (tuple(knee_b), tuple(knee_s))
+
+
+def test_use_tail_off_moves_the_bones_blender_moves():
+    """Blender leaves the constrained bone out of the chain without use_tail and pulls its head:
+    chain_count 2 on b03 moves b02 and b01 only."""
+    results = {}
+    for solver in ("blender", "sinew"):
+        bpy.ops.wm.read_homefile(use_empty=True)
+        ob = R.make_chain(4, roll_step=0.3)
+        bpy.ops.object.mode_set(mode='EDIT')
+        ob.data.edit_bones["b02"].tail.x += 0.1  # a rest bend, so Blender's IK has a bend direction
+        bpy.ops.object.mode_set(mode='OBJECT')
+        t = R.add_empty("T", (0.5, 0.1, 1.2))
+        con = ob.pose.bones["b03"].constraints.new('IK')
+        con.target, con.chain_count, con.use_tail = t, 2, False
+        R.activate(ob)
+        if solver == "sinew":
+            bpy.ops.sinew.solve()
+            assert con.mute
+        locs = R.evaluated_locals(ob)
+        results[solver] = locs
+        assert (R.world_head(ob, "b03") - t.location).length < 1e-3, solver
+        assert locs["b00"].angle < 1e-6 and locs["b03"].angle < 1e-5, solver
+        assert locs["b01"].angle > 0.05 and locs["b02"].angle > 0.05, solver

@@ -299,3 +299,27 @@ def test_error_in_edit_mode_and_wrong_object():
     assert not bpy.ops.sinew.solve.poll()
     bpy.ops.object.mode_set(mode='POSE')
     assert bpy.ops.sinew.solve.poll()
+
+
+def test_sinew_goal_on_the_head_moves_the_bones_above():
+    ob = R.make_chain(4, roll_step=0.3)
+    t = R.add_empty("T", (0.5, 0.1, 1.2))
+    R.set_goal(ob, "b03", t, chain_length=2, use_tail=False)
+    R.activate(ob)
+    bpy.ops.sinew.solve()
+    assert (R.world_head(ob, "b03") - t.location).length < TOL
+    locs = R.evaluated_locals(ob)
+    assert locs["b00"].angle < 1e-6
+    assert locs["b01"].angle > 0.05 and locs["b02"].angle > 0.05
+
+
+@pytest.mark.xfail(strict=False, reason=(
+    "engine: a use_tail=False goal's effector bone is counted as moved and gets an arbitrary "
+    "rotation, though turning it cannot bring its head closer"))
+def test_sinew_goal_on_the_head_leaves_the_effector_bone_alone():
+    ob = R.make_chain(4, roll_step=0.3)
+    t = R.add_empty("T", (0.5, 0.1, 1.2))
+    R.set_goal(ob, "b03", t, chain_length=2, use_tail=False)
+    R.activate(ob)
+    bpy.ops.sinew.solve()
+    assert R.evaluated_locals(ob)["b03"].angle < 1e-6
