@@ -175,12 +175,31 @@ def _fcurve_getter(act, slot):
     return legacy
 
 
-def mute_constraints(ob, replaced, mute: bool = True) -> int:
-    """Mutes (or unmutes) the Blender IK constraints ``replaced`` [(bone, constraint)]."""
-    n = 0
+def mute_constraints(ob, replaced) -> tuple[int, list[str]]:
+    """Switches off the Blender IK constraints ``replaced`` [(bone, constraint)] so they do not
+    act on top of the Sinew pose: mutes them, or, where ``mute`` is driven (Rigify switches its
+    pole / no-pole IK that way), sets their influence to 0. Returns (count, warnings)."""
+    ad = ob.animation_data
+    drivers = ad.drivers if ad is not None else None
+
+    def driven(c, prop):
+        return drivers is not None and drivers.find(c.path_from_id(prop)) is not None
+
+    n, warnings = 0, []
     for bone, con in replaced:
         c = ob.pose.bones[bone].constraints.get(con)
-        if c is not None and c.mute != mute:
-            c.mute = mute
-            n += 1
-    return n
+        if c is None:
+            continue
+        if not driven(c, "mute"):
+            if not c.mute:
+                c.mute = True
+                n += 1
+        elif not driven(c, "influence"):
+            if c.influence != 0.0:
+                c.influence = 0.0
+                n += 1
+            warnings.append(f'Bone "{bone}": constraint "{con}" has a driven Mute; its influence was set to 0 instead')
+        else:
+            warnings.append(f'Bone "{bone}": constraint "{con}" has driven Mute and Influence; '
+                            "it still acts on top of the Sinew pose")
+    return n, warnings

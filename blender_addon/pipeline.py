@@ -13,7 +13,6 @@ Every read and check happens before the first write: an error leaves the scene a
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 
@@ -72,9 +71,9 @@ def solve_pose(context, ob, settings: Settings, *, key: bool = True, keep_constr
     bones' rotations (and keys them at the current frame when ``key``)."""
     sinew = engine()
     t0 = time.perf_counter()
-    problem = rig_reader.read(ob)
-    solver = settings.solver()
     depsgraph = context.evaluated_depsgraph_get()
+    problem = rig_reader.read(ob, depsgraph=depsgraph)
+    solver = settings.solver()
     targets = problem.sample_goals(depsgraph)
     pose, root_t = problem.pose_from_bones(ob.pose.bones)
     try:
@@ -89,11 +88,12 @@ def solve_pose(context, ob, settings: Settings, *, key: bool = True, keep_constr
     # -- writes start here --
     idx = problem.index
     moved = problem.moved_bones
-    root_bone = problem.names[0] if settings.root == "free" else None
+    root_bone = problem.root_bone if settings.root == "free" else None
     keys.set_pose(ob, moved, rotations[[idx[n] for n in moved]], root_bone, np.asarray(sol.root_translation))
     if key:
         keys.key_current(ob, moved, context.scene.frame_current, root_bone)
-    muted = 0 if keep_constraints else keys.mute_constraints(ob, problem.replaced)
+    muted, mute_warnings = (0, []) if keep_constraints else keys.mute_constraints(ob, problem.replaced)
+    problem.warnings.extend(mute_warnings)
     context.view_layer.update()
     return SolveResult(problem, rotations, np.asarray(sol.root_translation), np.asarray(sol.residuals),
                        int(sol.iterations), bool(sol.reached), str(sol.stop_reason), moved if key else [], muted,
@@ -198,18 +198,22 @@ class BakeJob:
         nf, ng, nb = len(frames), len(p.goals), len(p.names)
         idx = p.index
         pinned = self.settings.root == "pinned"
+        moved = p.moved_bones
         # Progress: sampling 0-50%, solving 50-90%, writing the rest.
 
-        # 1. Sample every goal's target (and the pose of the bones no goal moves) per frame.
+        # 1. Sample per frame: every goal's target, the evaluated pose of the bones above the
+        #    chains (the engine rig's rest), and for "key every bone" the other bones' rotations.
         t0 = time.perf_counter()
         targets = np.zeros((nf, ng, 3))
         orients = np.zeros((nf, ng, 4))
         poles = np.zeros((nf, ng, 3))
-        moved_set = set(p.moved_bones)
-        watch = p.base_bones if self.only_moved else [n for n in p.names if n not in moved_set]
-        watch_idx = [idx[n] for n in watch]
-        watched = np.zeros((nf, len(watch), 4))
+        rests = np.zeros((nf, nb, 4, 4))
         root_loc = np.zeros((nf, 3))
+        moved_set = set(moved)
+        others = [] if self.only_moved else [b.name for b in ob.data.bones if b.name not in moved_set]
+        others_rot = np.zeros((nf, len(others), 4))
+        conn = [idx[n] for n in p.connectors]
+        conn_rot = np.zeros((nf, len(conn), 4))
         start_pose = start_root = None
         compat = {}
         for k, f in enumerate(frames):
@@ -217,29 +221,29 @@ class BakeJob:
             depsgraph = self.view_layer.depsgraph
             targets[k], orients[k], poles[k] = p.sample_goals(depsgraph)
             pbs = ob.evaluated_get(depsgraph).pose.bones
+            rests[k] = p.rest_for(pbs, pbs)
             if k == 0:
                 start_pose, start_root = p.pose_from_bones(pbs)
-                compat = {n: tuple(pbs[n].rotation_euler) for n in p.names}
-            for j, n in enumerate(watch):
-                watched[k, j] = rig_reader.bone_quaternion(pbs[n])
-            root_loc[k] = pbs[p.names[0]].location
+                compat = {n: tuple(pbs[n].rotation_euler) for n in moved + others}
+            if p.root_bone:
+                root_loc[k] = pbs[p.root_bone].location
+            for j, n in enumerate(p.connectors):
+                conn_rot[k, j] = rig_reader.bone_quaternion(pbs[n])
+            for j, n in enumerate(others):
+                others_rot[k, j] = rig_reader.bone_quaternion(pbs[n])
             if (k + 1) % self.chunk == 0:
                 yield 0.5 * (k + 1) / nf
         if not (np.all(np.isfinite(targets)) and np.all(np.isfinite(poles))):
             raise ReadError("A goal target has a non-finite position in the frame range")
         sample_s = time.perf_counter() - t0
 
-        # 2. Solve. One solve_sequence call unless bones above the chains (or the pinned root) are
-        # animated in the range: each frame must then start from that frame's pose of those bones.
+        # 2. Solve: one solve_sequence call, unless the bones above the chains (or the pinned
+        #    root's location) move in the range; then each frame is solved on its own rig.
         t0 = time.perf_counter()
-        base = [idx[n] for n in p.base_bones]
-        base_w = [watch.index(n) for n in p.base_bones]
-        base_rot = watched[:, base_w, :]
-        per_frame = False
-        if base:
-            dots = np.abs(np.einsum("fbi,bi->fb", base_rot, base_rot[0]))
-            per_frame = bool(np.any(dots < math.cos(0.5e-6)))
-        if pinned and np.any(np.abs(root_loc - root_loc[0]) > 1e-7):
+        per_frame = bool(np.any(np.abs(rests - rests[0]) > 1e-6))
+        if conn and np.any(np.abs(np.einsum("fci,ci->fc", conn_rot, conn_rot[0])) < 1.0 - 1e-12):
+            per_frame = True
+        if pinned and p.root_bone and np.any(np.abs(root_loc - root_loc[0]) > 1e-7):
             per_frame = True
         goals = p.engine_goals(targets[0], orients[0], poles[0])
         use_orient = any(g.use_orientation for g in p.goals)
@@ -250,11 +254,12 @@ class BakeJob:
         iterations = np.zeros(nf, dtype=np.int64)
         reached = np.zeros(nf, dtype=bool)
         pose, root = np.array(start_pose), np.array(start_root)
+        rig = p.make_rig(rests[0])
         for c0 in range(0, nf, self.chunk):
             c1 = min(nf, c0 + self.chunk)
             if not per_frame:
                 res = self.solver.solve_sequence(
-                    p.rig, goals, targets[c0:c1],
+                    rig, goals, targets[c0:c1],
                     orientations=orients[c0:c1] if use_orient else None,
                     pole_targets=poles[c0:c1] if use_poles else None,
                     pose=pose, root_translation=root, root=self.settings.root)
@@ -265,18 +270,19 @@ class BakeJob:
                 reached[c0:c1] = res.reached
             else:
                 for k in range(c0, c1):
-                    pose[base] = base_rot[k]
+                    if k and np.any(rests[k] != rests[k - 1]):
+                        rig = p.make_rig(rests[k])
                     if pinned:
                         root = root_loc[k]
-                    sol = self.solver.solve(p.rig, p.engine_goals(targets[k], orients[k], poles[k]), pose=pose,
+                    pose[conn] = conn_rot[k]
+                    sol = self.solver.solve(rig, p.engine_goals(targets[k], orients[k], poles[k]), pose=pose,
                                             root_translation=root, root=self.settings.root)
                     rotations[k] = sol.rotations
                     root_t[k] = sol.root_translation
                     residuals[k] = sol.residuals
                     iterations[k] = sol.iterations
                     reached[k] = sol.reached
-                    pose = np.array(rotations[k])
-                    root = np.array(root_t[k])
+                    pose, root = np.array(rotations[k]), np.array(root_t[k])
             pose, root = np.array(rotations[c1 - 1]), np.array(root_t[c1 - 1])
             yield 0.5 + 0.4 * c1 / nf
         if not np.all(np.isfinite(rotations)):
@@ -285,19 +291,14 @@ class BakeJob:
 
         # 3. Write (nothing before this point changed the scene, apart from the current frame).
         t0 = time.perf_counter()
-        moved = p.moved_bones
-        if self.only_moved:
-            keyed = moved
-            keyed_rot = rotations[:, [idx[n] for n in moved], :]
-        else:
-            keyed = [n for n in p.names]
-            keyed_rot = np.array(rotations)
-            keyed_rot[:, watch_idx, :] = watched
-        root_bone = p.names[0] if not pinned else None
+        keyed = moved + others
+        keyed_rot = np.concatenate([rotations[:, [idx[n] for n in moved], :], others_rot], axis=1)
+        root_bone = p.root_bone if not pinned else None
         _restore_pose(ob, self._saved_pose)
         action, prev = keys.write_bake(ob, frames, keyed, keyed_rot, root_bone, root_t if root_bone else None,
                                        new_action=self.new_action, compat=compat)
-        muted = 0 if self.keep_constraints else keys.mute_constraints(ob, p.replaced)
+        muted, mute_warnings = (0, []) if self.keep_constraints else keys.mute_constraints(ob, p.replaced)
+        p.warnings.extend(mute_warnings)
         frame, sub = self._saved_frame
         scene.frame_set(frame, subframe=sub)
         self.done = True
@@ -353,7 +354,8 @@ def _limit_json(d):
 
 
 def export_problem(context, ob, settings: Settings) -> dict:
-    problem = rig_reader.read(ob)
-    targets = problem.sample_goals(context.evaluated_depsgraph_get())
+    depsgraph = context.evaluated_depsgraph_get()
+    problem = rig_reader.read(ob, depsgraph=depsgraph)
+    targets = problem.sample_goals(depsgraph)
     pose, root_t = problem.pose_from_bones(ob.pose.bones)
     return problem_document(problem, *targets, pose, root_t, settings)

@@ -269,6 +269,17 @@ def apply_limit(rig, name: str, lim: LimitSpec) -> None:
 # --------------------------------------------------------------------------------------------
 # The problem
 # --------------------------------------------------------------------------------------------
+#
+# The engine gets only the bones the goals move, plus
+# * an "anchor" above every chain that hangs from bones no goal moves: a root whose rest matrix
+#   is that parent's *evaluated* pose matrix (armature space), so everything above the chains
+#   (animation, drivers, constraints, inheritance flags, Rigify's mechanism bones) is taken
+#   exactly as Blender evaluates it;
+# * "connectors": unmoved bones between moved ones (a shoulder between a moved chest and a moved
+#   arm), posed by their own rotation and carried along.
+# Moved bones and connectors keep Blender's rest relation to their parent
+# (parent.matrix_local⁻¹ · matrix_local), so the engine's local rotations are their
+# rotation_quaternion.
 
 
 @dataclass
@@ -276,14 +287,17 @@ class RigProblem:
     """An armature read for the engine: the rig (with limits), the goals, and how to sample them."""
 
     ob: object
-    names: list[str]                  # pose bone names in rig order (bone 0 = the root that moves)
+    names: list[str]                  # engine bones: moved bones and anchors, parents first
     parents: list[int]
-    rest: np.ndarray                  # (N, 4, 4) rest matrices actually given to the engine
+    anchors: list[str]                # unmoved bones the chains hang from (engine roots, evaluated pose)
+    connectors: list[str]             # unmoved bones between moved ones (posed by their rotation)
     lengths: np.ndarray               # (N,)
+    rest: np.ndarray                  # (N, 4, 4) rest matrices the engine rig was built with
     rig: object                       # sinew.Rig
     goals: list[GoalSpec]
     replaced: list[tuple[str, str]]   # Blender IK constraints the goals replace (bone, constraint)
     warnings: list[str]
+    root_bone: str | None             # engine bone 0 when it is a real root the goals move, else None
     sub_bases: list[str] = field(default_factory=list)
     moved: list[list[str]] = field(default_factory=list)   # per goal
     limits: dict = field(default_factory=dict)              # name -> LimitSpec, non-free only
@@ -295,23 +309,52 @@ class RigProblem:
     @property
     def moved_bones(self) -> list[str]:
         """Every bone some goal moves, in rig order."""
-        s = {b for chain in self.moved for b in chain}
-        return [n for n in self.names if n in s]
+        fixed = set(self.anchors) | set(self.connectors)
+        return [n for n in self.names if n not in fixed]
+
+    # -- rest data --------------------------------------------------------------------------
+
+    def rest_for(self, anchor_bones, moved_bones) -> np.ndarray:
+        """(N, 4, 4) engine rest matrices: anchors at their pose in ``anchor_bones`` (evaluated
+        pose bones), the other bones relative to their parents as in Blender's rest, with the
+        pose location of unconnected bones (other than the root) folded in from
+        ``moved_bones``."""
+        ob = self.ob
+        bones = ob.data.bones
+        out = np.zeros((len(self.names), 4, 4))
+        world = {}
+        for i, name in enumerate(self.names):
+            b = bones[name]
+            if name in self._anchor_set:
+                m = anchor_bones[name].matrix.normalized()  # rotation and translation only
+            else:
+                m = b.matrix_local
+                if b.parent is not None:
+                    m = world[b.parent.name] @ b.parent.matrix_local.inverted() @ m
+                # The engine poses only bone 0's translation. Any other unconnected bone's pose
+                # location is an offset of its head in its rest frame: folded into its rest.
+                if name != self.root_bone and not b.use_connect:
+                    loc = moved_bones[name].location
+                    if loc.length_squared > 0.0:
+                        m = m @ Matrix.Translation(loc)
+            world[name] = m
+            out[i] = np.array(m)
+        return out
+
+    def make_rig(self, rest):
+        """A new engine rig with ``rest`` and this problem's limits."""
+        sinew = engine()
+        try:
+            rig = sinew.Rig(self.names, np.asarray(self.parents, dtype=np.int64), rest, self.lengths)
+        except sinew.SinewError as ex:
+            raise ReadError(f'Armature "{self.ob.name}": {ex}') from ex
+        for name, lim in self.limits.items():
+            apply_limit(rig, name, lim)
+        return rig
 
     @property
-    def base_bones(self) -> list[str]:
-        """Bones no goal moves whose pose still decides where the moved bones are (their
-        ancestors), in rig order."""
-        moved = set(self.moved_bones)
-        idx = self.index
-        out = set()
-        for name in moved:
-            p = self.parents[idx[name]]
-            while p >= 0:
-                if self.names[p] not in moved:
-                    out.add(self.names[p])
-                p = self.parents[p]
-        return [n for n in self.names if n in out]
+    def _anchor_set(self):
+        return set(self.anchors)
 
     # -- sampling -------------------------------------------------------------------------
 
@@ -349,13 +392,17 @@ class RigProblem:
         return out
 
     def pose_from_bones(self, pose_bones):
-        """Local rotations (N, 4) wxyz and bone 0's location from pose bones (original or
-        evaluated). Quaternion-mode bones keep their stored sign, so solved keys continue the
-        hemisphere of the keys around them."""
+        """Local rotations (N, 4) wxyz (anchors: identity, their pose is their rest) and bone 0's
+        location from pose bones (original or evaluated); connectors keep theirs in a solve. Quaternion-mode bones keep their
+        stored sign, so solved keys continue the hemisphere of the keys around them."""
         rot = np.zeros((len(self.names), 4))
+        rot[:, 0] = 1.0
+        anchors = self._anchor_set
         for i, name in enumerate(self.names):
-            rot[i] = bone_quaternion(pose_bones[name])
-        return rot, np.array(pose_bones[self.names[0]].location, dtype=np.float64)
+            if name not in anchors:
+                rot[i] = bone_quaternion(pose_bones[name])
+        loc = np.array(pose_bones[self.root_bone].location, dtype=np.float64) if self.root_bone else np.zeros(3)
+        return rot, loc
 
 
 def bone_quaternion(pb) -> Quaternion:
@@ -371,35 +418,34 @@ def bone_quaternion(pb) -> Quaternion:
     return pb.rotation_euler.to_quaternion()
 
 
-def _rig_order(ob, goals: list[GoalSpec]) -> list[str]:
-    """Bones parent-first, with the root that the most goals hang from first (it becomes the
-    engine's bone 0, the only root whose translation is posed)."""
-    bones = ob.data.bones
-    roots = [b for b in bones if b.parent is None]
-
-    def root_of(name):
-        b = bones[name]
-        while b.parent is not None:
-            b = b.parent
-        return b.name
-
-    counts = {r.name: 0 for r in roots}
-    for g in goals:
-        counts[root_of(g.bone)] += 1
-    roots.sort(key=lambda r: -counts[r.name])  # stable: ties keep Blender's order
-    order = []
-    stack = list(reversed(roots))
-    while stack:
-        b = stack.pop()
-        order.append(b.name)
-        stack.extend(reversed(b.children))
-    return order
-
-
-def read(ob, *, need_goals: bool = True, limits: bool = True) -> RigProblem:
-    """Reads armature object ``ob`` (rest data, current pose offsets, goals, limits) into a
-    RigProblem. Raises ReadError with a user-facing message; changes nothing."""
+def _analyze(ob, goals):
+    """Which bones each goal moves and where chains meet, from the engine's own analysis of the
+    whole armature (rest data only)."""
     sinew = engine()
+    bones = ob.data.bones
+    names = [b.name for b in bones]  # Blender lists parents before children
+    idx = {n: i for i, n in enumerate(names)}
+    parents = np.array([idx[b.parent.name] if b.parent else -1 for b in bones], dtype=np.int64)
+    if any(p >= i for i, p in enumerate(parents)):  # not expected; keep the engine's order rule
+        raise ReadError(f'Armature "{ob.name}": bones are not listed parents first')
+    rest = np.array([np.array(b.matrix_local) for b in bones])
+    lengths = np.array([b.length for b in bones])
+    try:
+        rig = sinew.Rig(names, parents, rest, lengths)
+        goal_objs = [sinew.Goal(g.bone, (0.0, 0.0, 0.0), chain_length=g.chain_length, use_tail=g.use_tail,
+                                weight=g.weight) for g in goals]
+        a = sinew.analyze(rig, goal_objs)
+    except sinew.SinewError as ex:
+        raise ReadError(f'Armature "{ob.name}": {ex}') from ex
+    return [names[i] for i in a["sub_bases"]], [[names[i] for i in chain] for chain in a["moved"]]
+
+
+def read(ob, *, need_goals: bool = True, depsgraph=None) -> RigProblem:
+    """Reads armature object ``ob`` (rest data, goals, limits; the evaluated pose of the bones
+    above the chains from ``depsgraph``, default: the context's) into a RigProblem. Raises
+    ReadError with a user-facing message; changes nothing."""
+    import bpy
+
     if ob is None or ob.type != 'ARMATURE':
         raise ReadError("The active object is not an armature")
     if not ob.data.bones:
@@ -411,57 +457,68 @@ def read(ob, *, need_goals: bool = True, limits: bool = True) -> RigProblem:
         raise ReadError(
             f'Armature "{ob.name}" has no IK goals: give a bone a Sinew goal (Bone properties > Sinew IK) '
             "or an IK constraint with a target")
+    sub_bases, moved = _analyze(ob, goals) if goals else ([], [])
 
-    names = _rig_order(ob, goals)
-    bones, pbones = ob.data.bones, ob.pose.bones
-    idx = {n: i for i, n in enumerate(names)}
-    parents = [idx[bones[n].parent.name] if bones[n].parent else -1 for n in names]
-    rest = np.zeros((len(names), 4, 4))
-    lengths = np.zeros(len(names))
-    for i, n in enumerate(names):
-        b, pb = bones[n], pbones[n]
-        m = b.matrix_local
-        # The engine poses only bone 0's translation. Any other unconnected bone's current
-        # pose location is an offset of its head in its rest frame, so it is folded into the
-        # rest matrix given to the engine (exactly what Blender does with it).
-        if i != 0 and not b.use_connect and pb.location.length_squared > 0.0:
-            m = m @ Matrix.Translation(pb.location)
-        rest[i] = np.array(m)
-        lengths[i] = b.length
-    try:
-        rig = sinew.Rig(names, np.asarray(parents, dtype=np.int64), rest, lengths)
-    except sinew.SinewError as ex:
-        raise ReadError(f'Armature "{ob.name}": {ex}') from ex
-    problem = RigProblem(ob=ob, names=names, parents=parents, rest=rest, lengths=lengths, rig=rig,
-                         goals=goals, replaced=replaced, warnings=warnings)
-    if goals:
-        try:
-            analysis = sinew.analyze(rig, problem.engine_goals(*_dummy_targets(len(goals))))
-        except sinew.SinewError as ex:
-            raise ReadError(f'Armature "{ob.name}": {ex}') from ex
-        problem.sub_bases = [names[i] for i in analysis["sub_bases"]]
-        problem.moved = [[names[i] for i in chain] for chain in analysis["moved"]]
-    # Limits on every bone a goal moves (others never turn, so their settings do not matter).
-    for name in (problem.moved_bones if limits else ()):
-        lim = read_limit(pbones[name])
+    bones = ob.data.bones
+    moved_set = {b for chain in moved for b in chain}
+    anchors, connectors = [], set()
+    for name in moved_set:
+        path, p = [], bones[name].parent
+        while p is not None and p.name not in moved_set:
+            path.append(p.name)
+            p = p.parent
+        if p is not None:
+            connectors.update(path)  # between two moved bones
+        elif path and path[0] not in anchors:
+            anchors.append(path[0])  # the chain hangs from unmoved bones: only its parent matters
+    anchors.sort(key=lambda n: bones.find(n))
+    moved_roots = [b.name for b in bones if b.name in moved_set and b.parent is None]
+    # Engine bone 0 is the one root whose translation is posed: the moved real root that the
+    # most goals reach (others keep their place), else an anchor (never translated).
+    counts = {r: sum(r in chain for chain in moved) for r in moved_roots}
+    moved_roots.sort(key=lambda r: -counts[r])
+    root_bone = moved_roots[0] if moved_roots else None
+    order = moved_roots + anchors + [b.name for b in bones
+                                     if (b.name in moved_set or b.name in connectors) and b.name not in moved_roots]
+    idx = {n: i for i, n in enumerate(order)}
+    parents = [idx[bones[n].parent.name] if (bones[n].parent and n not in anchors) else -1 for n in order]
+    problem = RigProblem(
+        ob=ob, names=order, parents=parents, anchors=anchors, connectors=[n for n in order if n in connectors],
+        lengths=np.array([bones[n].length for n in order]), rest=np.zeros((len(order), 4, 4)), rig=None,
+        goals=goals, replaced=replaced, warnings=warnings, root_bone=root_bone, sub_bases=sub_bases, moved=moved)
+    if not goals:
+        return problem
+    for name in problem.moved_bones:
+        lim = read_limit(ob.pose.bones[name])
         if not lim.is_free:
-            apply_limit(rig, name, lim)
             problem.limits[name] = lim
-    # Things the engine's pose convention does not cover: say so rather than solve wrongly.
-    for name in problem.moved_bones + problem.base_bones:
-        b, pb = bones[name], pbones[name]
+    depsgraph = depsgraph or bpy.context.evaluated_depsgraph_get()
+    ob_eval = ob.evaluated_get(depsgraph)
+    problem.rest = problem.rest_for(ob_eval.pose.bones, ob.pose.bones)
+    problem.rig = problem.make_rig(problem.rest)
+    # What the engine's pose convention does not cover: say so rather than solve wrongly.
+    for name in problem.moved_bones + problem.connectors:
+        b, pb = bones[name], ob.pose.bones[name]
         if not b.use_inherit_rotation or b.inherit_scale != 'FULL':
             warnings.append(f'Bone "{name}" does not inherit rotation/scale fully; Sinew assumes it does')
         if any(abs(v - 1.0) > 1e-6 for v in pb.scale):
             warnings.append(f'Bone "{name}" is scaled in the pose; Sinew ignores pose scale')
+        if any(c.type != 'IK' and not c.mute and c.influence > 0.0 for c in pb.constraints):
+            warnings.append(f'Bone "{name}" has constraints besides IK; they act on top of the Sinew pose')
+    for name in anchors:
+        scale = ob_eval.pose.bones[name].matrix.to_scale()
+        if any(abs(v - 1.0) > 1e-4 for v in scale):
+            warnings.append(f'Bone "{name}" is scaled in the pose; Sinew ignores the scale of bones above its chains')
+    for g in goals:
+        for ref in (g.target, g.pole):
+            if ref is not None and ref.ob == ob and ref.bone:
+                b = bones[ref.bone]
+                while b is not None and b.name not in moved_set:
+                    b = b.parent
+                if b is not None:
+                    warnings.append(f'Bone "{g.bone}": target bone "{ref.bone}" follows bones Sinew moves; '
+                                    "its position is taken from before the solve")
     return problem
-
-
-def _dummy_targets(g):
-    t = np.zeros((g, 3))
-    o = np.zeros((g, 4))
-    o[:, 0] = 1.0
-    return t, o, np.zeros((g, 3))
 
 
 # --------------------------------------------------------------------------------------------
@@ -499,9 +556,12 @@ def analysis(ob) -> dict:
     if hit is not None:
         return hit
     try:
-        p = read(ob, need_goals=False, limits=False)
-        out = {"goals": [(g.bone, g.source, moved) for g, moved in zip(p.goals, p.moved)],
-               "sub_bases": p.sub_bases, "warnings": p.warnings, "error": None}
+        if ob.mode == 'EDIT':
+            raise ReadError("Leave Edit Mode to see the chains")
+        goals, _replaced, warnings = read_goals(ob)
+        sub_bases, moved = _analyze(ob, goals) if goals else ([], [])
+        out = {"goals": [(g.bone, g.source, m) for g, m in zip(goals, moved)],
+               "sub_bases": sub_bases, "warnings": warnings, "error": None}
     except ReadError as ex:
         out = {"goals": [], "sub_bases": [], "warnings": [], "error": str(ex)}
     if len(_analysis_cache) > 32:

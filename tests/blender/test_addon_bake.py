@@ -341,3 +341,58 @@ def test_animated_ancestors_switch_to_per_frame_solves(addon):
     still = R.make_chain(4, name="Still")
     R.set_goal(still, "b03", t, chain_length=3)
     assert not addon.pipeline.BakeJob(bpy.context, still, 1, 10, addon.pipeline.Settings()).run().per_frame
+
+
+def test_chain_under_constrained_and_non_inheriting_bones():
+    """What is above a chain is taken as Blender evaluates it: here b01 copies an animated
+    empty's rotation and b02 does not inherit rotation."""
+    scene = bpy.context.scene
+    ob = R.make_chain(6)
+    R.activate(ob)
+    driver = _animated_target("Driver", {1: (0, 0, 0), 20: (0, 0, 0)})
+    driver.rotation_euler = (0.0, 0.3, 0.0)
+    driver.keyframe_insert("rotation_euler", frame=1)
+    driver.rotation_euler = (0.5, -0.2, 0.4)
+    driver.keyframe_insert("rotation_euler", frame=20)
+    c = ob.pose.bones["b01"].constraints.new('COPY_ROTATION')
+    c.target = driver
+    ob.data.bones["b02"].use_inherit_rotation = False
+    t = _animated_target("T", {f: _circle((0.2, 0.3, 1.9), 0.2, f, n=20, axis=(0, 1)) for f in range(1, 21, 4)})
+    R.set_goal(ob, "b05", t, chain_length=3)
+    R.activate(ob)
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=20) == {'FINISHED'}
+    for f in range(1, 21, 3):
+        scene.frame_set(f)
+        assert (R.world_tail(ob, "b05") - R.world_location(t)).length < TOL, f
+
+
+def test_rigify_generated_rig_bakes_with_zero_setup(capfd):
+    """The rig Rigify generates: its IK limbs (Blender IK constraints with poles on mechanism
+    bones, under a constrained hierarchy) are baked without any Sinew settings while the torso
+    and the IK controls move."""
+    scene = bpy.context.scene
+    meta = R.make_metarig()
+    R.activate(meta)
+    assert bpy.ops.pose.rigify_generate() == {'FINISHED'}
+    rig = next(o for o in bpy.data.objects if o.type == 'ARMATURE' and o != meta)
+    R.activate(rig)
+    pbs = rig.pose.bones
+    for f, s in ((1, 0.0), (12, 1.0)):
+        pbs["torso"].location = (0.02 * s, 0.0, -0.05 * s)
+        pbs["torso"].keyframe_insert("location", frame=f)
+        pbs["foot_ik.L"].location = (0.0, -0.1 * s, 0.15 * s)
+        pbs["foot_ik.L"].keyframe_insert("location", frame=f)
+        pbs["hand_ik.R"].location = (0.05 * s, -0.15 * s, 0.1 * s)
+        pbs["hand_ik.R"].keyframe_insert("location", frame=f)
+    iks = [(pb.name, c) for pb in pbs for c in pb.constraints if c.type == 'IK' and not c.mute]
+    assert len(iks) == 4
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=12) == {'FINISHED'}
+    # Rigify drives the constraints' Mute (pole switch): Sinew zeroes their influence instead.
+    assert all(c.influence == 0.0 for _n, c in iks)
+    assert "driven Mute" in capfd.readouterr().out
+    for f in (1, 6, 12):
+        scene.frame_set(f)
+        for bone, target in (("MCH-shin_ik.L", "MCH-thigh_ik_target.L"),
+                             ("MCH-forearm_ik.R", "MCH-upper_arm_ik_target.R"),
+                             ("MCH-shin_ik.R", "MCH-thigh_ik_target.R")):
+            assert (R.world_tail(rig, bone) - R.world_head(rig, target)).length < TOL, (f, bone)
