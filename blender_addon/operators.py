@@ -243,6 +243,7 @@ def menu_pose(self, context):
 def menu_object_animation(self, context):
     layout = self.layout
     layout.separator()
+    layout.operator(SINEW_OT_solve.bl_idname, icon='CON_KINEMATIC')
     layout.operator(SINEW_OT_bake.bl_idname, icon='ACTION')
 
 

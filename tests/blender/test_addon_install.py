@@ -44,9 +44,11 @@ def test_operators_panels_and_properties_registered():
     assert bpy.types.SINEW_OT_bake.bl_options >= {"REGISTER", "UNDO"}
 
 
-def test_in_the_pose_menu():
-    funcs = bpy.types.VIEW3D_MT_pose._dyn_ui_initialize()
-    assert any(getattr(f, "__module__", "").startswith(MODULE) for f in funcs)
+def test_in_the_pose_and_object_animation_menus():
+    # (F3 menu search finds operators through the menus they are in.)
+    for menu in (bpy.types.VIEW3D_MT_pose, bpy.types.VIEW3D_MT_object_animation):
+        funcs = menu._dyn_ui_initialize()
+        assert any(getattr(f, "__module__", "").startswith(MODULE) for f in funcs), menu
 
 
 def test_poll_greys_out_without_an_active_armature():
