@@ -2,9 +2,10 @@
 """Turns an armature and its settings into what the Sinew engine solves: a ``sinew.Rig`` with
 limits, and goals whose targets are sampled from the evaluated scene.
 
-Nothing here solves or does rotation math: the engine gets Blender's own rest matrices
-(``bone.matrix_local``) and pose convention (``rotation_quaternion`` relative to rest, default
-inheritance; bone 0's ``location`` is the root translation) and answers in the same terms.
+Nothing here solves or does rotation math: the engine gets Blender's own rest data (rest
+matrices composed from ``bone.matrix_local``, see "The problem" below) and pose convention
+(``rotation_quaternion`` relative to rest, default inheritance; bone 0's ``location`` is the root
+translation) and answers in the same terms.
 
 Where goals and limits come from, per pose bone:
 
