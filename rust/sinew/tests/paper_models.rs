@@ -1,0 +1,346 @@
+//! The FABRIK tech report's test models (§4.1, figure 4.1) as data files in `tests/data/`,
+//! loaded through the JSON problem format and solved; see `tests/data/paper_models.md` for how
+//! each model was built. Millimetres throughout.
+//!
+//! For every model: the targets in the file are reached within the file's tolerance, the
+//! iterations stay under a bound (observed figure in a comment, bound with margin), no limit is
+//! violated, FK of the returned pose keeps every bone length and rest offset, and solving again
+//! from the solution is a fixed point (0 or 1 iterations, pose unchanged within 1e-9 rad).
+//! Iteration figures were observed on the core as of c8d5d11; the bounds leave room for the
+//! solver to change without hiding a regression of an order of magnitude.
+
+mod common;
+
+use common::{
+    Rng, check_fixed_point, check_solution, fk, load, mean, median, reconstruct, synth_motion, without_limits,
+};
+use glam::DVec3;
+use sinew::{Fabrik, Goal, LoadedProblem, Pose, Problem, Solution, SolveSettings, Solver, StopReason};
+
+#[allow(dead_code)]
+const MODELS: [&str; 6] = [
+    "paper_chain10.json",
+    "paper_chain10_constrained.json",
+    "paper_y_shape.json",
+    "paper_hand.json",
+    "paper_humanoid13.json",
+    "paper_humanoid13_constrained.json",
+];
+
+/// Solves a problem from `start` and checks every invariant, including the fixed point.
+fn solve_checked(problem: &Problem, settings: SolveSettings, start: &Pose) -> Solution {
+    let mut solver = Fabrik::new(settings);
+    let sol = solver.solve(problem, start).unwrap();
+    if let Err(e) = check_solution(problem, start, &sol, settings.tolerance, 1e-9) {
+        panic!("{e}");
+    }
+    if sol.reached || sol.stop == StopReason::OutOfReach {
+        if let Err(e) = check_fixed_point(&mut solver, problem, &sol, 1e-9) {
+            panic!("fixed point: {e}");
+        }
+    }
+    sol
+}
+
+fn solve_file(name: &str) -> (LoadedProblem, Solution) {
+    let lp = load(name);
+    let sol = solve_checked(&lp.problem, lp.settings, &lp.pose);
+    (lp, sol)
+}
+
+fn assert_reached(name: &str, lp: &LoadedProblem, sol: &Solution, max_iterations: u32) {
+    assert!(
+        sol.reached,
+        "{name}: not reached after {} iterations ({:?}); residuals {:?} mm, tolerance {} mm",
+        sol.iterations, sol.stop, sol.residuals, lp.settings.tolerance
+    );
+    assert!(sol.iterations <= max_iterations, "{name}: {} iterations (bound {max_iterations})", sol.iterations);
+}
+
+#[test]
+fn every_paper_model_loads_with_its_documented_shape() {
+    // (bones, goals, sub-bases by name)
+    let expect: [(&str, usize, usize, &[&str]); 6] = [
+        ("paper_chain10.json", 10, 1, &[]),
+        ("paper_chain10_constrained.json", 10, 1, &[]),
+        ("paper_y_shape.json", 10, 2, &["trunk3"]),
+        ("paper_hand.json", 21, 5, &["palm"]),
+        ("paper_humanoid13.json", 13, 4, &["pelvis", "chest"]),
+        ("paper_humanoid13_constrained.json", 13, 4, &["pelvis", "chest"]),
+    ];
+    for (name, bones, goals, sub_bases) in expect {
+        let lp = load(name);
+        let rig = lp.problem.rig();
+        assert_eq!(rig.len(), bones, "{name}");
+        assert_eq!(lp.problem.goals().len(), goals, "{name}");
+        let names: Vec<&str> = lp.problem.topology().sub_bases.iter().map(|&i| rig.bone(i).name.as_str()).collect();
+        assert_eq!(names, sub_bases, "{name}");
+        assert_eq!(lp.settings.tolerance, 1e-3, "{name}: §4.2 uses a 1e-3 mm tolerance");
+    }
+    // The chain is 9000 mm long (§4.2) and the constrained files only add limits.
+    let chain = load("paper_chain10.json");
+    let reach: f64 = chain.problem.rig().bones().iter().map(|b| b.length).sum();
+    assert!((reach - 9000.0).abs() < 1e-9);
+    for (free, limited) in [
+        ("paper_chain10.json", "paper_chain10_constrained.json"),
+        ("paper_humanoid13.json", "paper_humanoid13_constrained.json"),
+    ] {
+        let (a, b) = (load(free), load(limited));
+        assert_eq!(a.problem.rig(), &without_limits(b.problem.rig()), "{limited} is {free} plus limits");
+        assert_eq!(a.problem.goals(), b.problem.goals());
+        assert!(
+            b.problem.rig().bones().iter().all(|bone| bone.limit.constrains_rotation()),
+            "{limited}: every joint limited"
+        );
+    }
+    // Offset roots: finger roots, clavicles and thighs do not start on their parent's tail.
+    for (name, bones) in [
+        ("paper_hand.json", &["thumb.meta", "index.meta", "middle.meta", "ring.meta", "little.meta"][..]),
+        ("paper_humanoid13.json", &["clavicle.L", "clavicle.R", "thigh.L", "thigh.R"][..]),
+    ] {
+        let lp = load(name);
+        let rig = lp.problem.rig();
+        for b in bones {
+            let bone = rig.bone(rig.find(b).unwrap());
+            let parent_len = rig.bone(bone.parent.unwrap()).length;
+            assert!((bone.rest_head - DVec3::new(0.0, parent_len, 0.0)).length() > 5.0, "{name}: {b} should be offset");
+        }
+    }
+}
+
+/// One test per model: solve the file as it is (straight or rest start, the file's settings).
+macro_rules! reaches {
+    ($($(#[$attr:meta])* $test:ident: $file:literal within $bound:literal;)*) => {$(
+        #[test]
+        $(#[$attr])*
+        fn $test() {
+            let (lp, sol) = solve_file($file);
+            eprintln!("{}: {} iterations, residuals {:?} mm", $file, sol.iterations, sol.residuals);
+            assert_reached($file, &lp, &sol, $bound);
+        }
+    )*};
+}
+
+// Observed iterations at c8d5d11 in the doc comments; bounds with margin.
+reaches! {
+    /// 5 iterations (fig. 4.4's 6000 mm move; textbook Alg. 1 needs 15).
+    chain10_reaches_its_target: "paper_chain10.json" within 40;
+    /// 27 iterations.
+    chain10_constrained_reaches_its_target: "paper_chain10_constrained.json" within 100;
+    /// 31 iterations.
+    y_shape_reaches_both_targets: "paper_y_shape.json" within 100;
+    /// 3 iterations.
+    hand_reaches_five_fingertips: "paper_hand.json" within 60;
+    /// 300 (the cap) with shin.R 0.37 mm short at c8d5d11; 27 iterations on 0e2477e.
+    #[ignore = "core bug: stalls at the cap (0.37 mm); see properties::two_branch_tree_reaches_jointly_reachable_targets"]
+    humanoid13_reaches_four_effectors: "paper_humanoid13.json" within 120;
+    /// 300 (the cap) with shin.R 0.69 mm short at c8d5d11 (84 iterations on an earlier core).
+    #[ignore = "core bug: stalls at the cap (0.69 mm); see properties::two_branch_tree_reaches_jointly_reachable_targets"]
+    humanoid13_constrained_reaches_four_effectors: "paper_humanoid13_constrained.json" within 250;
+}
+
+/// Figure 4.4's set-up on the 10-joint chain: 1000 seeded targets uniform in the reachable ball,
+/// each solved from the straight start (200 here to keep the debug run short; the benchmark
+/// runs all 1000). Every one is reached.
+#[test]
+fn chain10_reaches_random_reachable_targets_from_a_straight_start() {
+    let lp = load("paper_chain10.json");
+    let base = lp.problem.rig().rest_frames().heads[0];
+    let mut rng = Rng::new(2009);
+    let mut iterations = Vec::new();
+    for _ in 0..200 {
+        let target = base + rng.in_ball(9000.0 * 0.999);
+        let mut p = lp.problem.clone();
+        p.set_target(0, target).unwrap();
+        let sol = solve_checked(&p, lp.settings, &lp.pose);
+        assert!(
+            sol.reached,
+            "target {target:?}: residual {} after {} iterations",
+            sol.worst_residual(),
+            sol.iterations
+        );
+        iterations.push(f64::from(sol.iterations));
+    }
+    let (m, med) = (mean(&iterations), median(&mut iterations.clone()));
+    let max = iterations.iter().copied().fold(0.0, f64::max);
+    eprintln!("chain10 random reachable: mean {m:.2}, median {med}, max {max} iterations");
+    // Observed at c8d5d11: mean 5.2, median 3, max 31 (textbook Alg. 1 on the same targets:
+    // mean 26, median 16; see the benchmark).
+    assert!(m <= 10.0 && med <= 8.0 && max <= 60.0, "mean {m}, median {med}, max {max}");
+}
+
+/// Unreachable targets: one pass (Alg. 1, lines 1.4–1.12), every bone on the root→target line.
+#[test]
+fn chain10_unreachable_targets_straighten_in_one_pass() {
+    let lp = load("paper_chain10.json");
+    let base = lp.problem.rig().rest_frames().heads[0];
+    let mut rng = Rng::new(4);
+    for _ in 0..100 {
+        let dir = rng.unit();
+        let target = base + dir * rng.range(9000.5, 20000.0);
+        let mut p = lp.problem.clone();
+        p.set_target(0, target).unwrap();
+        let sol = solve_checked(&p, lp.settings, &lp.pose);
+        assert_eq!((sol.iterations, sol.stop), (1, StopReason::OutOfReach));
+        let f = fk(p.rig(), &sol.pose);
+        for i in 0..10 {
+            assert!(((f.tails[i] - f.heads[i]).normalize() - dir).length() < 1e-9);
+        }
+        assert!((sol.residuals[0] - ((target - base).length() - 9000.0)).abs() < 1e-6);
+    }
+}
+
+/// The constrained chain reaches targets that are FK of random poses inside its limits (so
+/// reachable by construction), from the straight start, without violating a limit.
+#[test]
+fn chain10_constrained_reaches_targets_inside_its_limits() {
+    let lp = load("paper_chain10_constrained.json");
+    let rig = lp.problem.rig();
+    let mut rng = Rng::new(42);
+    let (mut reached, mut iterations) = (0, Vec::new());
+    let n = 100;
+    for _ in 0..n {
+        let truth = Pose {
+            rotations: rig.bones().iter().map(|b| b.limit.clamp(rng.rotation(1.2))).collect(),
+            root_translation: DVec3::ZERO,
+        };
+        let target = rig.forward(&truth).tails[9];
+        let mut p = lp.problem.clone();
+        p.set_target(0, target).unwrap();
+        let sol = solve_checked(&p, lp.settings, &lp.pose);
+        reached += usize::from(sol.reached);
+        iterations.push(f64::from(sol.iterations));
+    }
+    let (m, med) = (mean(&iterations), median(&mut iterations.clone()));
+    eprintln!("chain10 constrained, in-limit targets: {reached}/{n} reached, mean {m:.1}, median {med} iterations");
+    // Observed at c8d5d11: 100/100 reached, mean 55, median 42 iterations.
+    assert!(reached >= n * 95 / 100, "{reached}/{n} reached");
+    assert!(m <= 120.0, "mean {m} iterations");
+}
+
+/// Tracking on the humanoid: four effectors follow smooth sinusoids (200 frames at 60 fps),
+/// each frame warm-started from the last. Every frame is reached, within limits for the
+/// constrained model, with small per-frame motion (no flips).
+#[test]
+#[ignore = "core bug: some frames stall at the cap (0.27 mm); see properties::two_branch_tree_reaches_jointly_reachable_targets"]
+fn humanoid13_tracks_smoothly_moving_targets() {
+    track_humanoid("paper_humanoid13.json");
+}
+
+#[test]
+#[ignore = "core bug: frame 1 (targets 2–10 mm from rest) ends 777 mm off; see bend_direction::a_slightly_bent_hinged_leg_keeps_its_bend_plane_for_a_small_move"]
+fn humanoid13_constrained_tracks_smoothly_moving_targets() {
+    track_humanoid("paper_humanoid13_constrained.json");
+}
+
+fn track_humanoid(name: &str) {
+    {
+        let lp = load(name);
+        let tracks = common::humanoid_tracks(&lp.problem, 200, 60.0, 7);
+        let mut p = lp.problem.clone();
+        let mut solver = Fabrik::new(lp.settings);
+        let mut pose = lp.pose.clone();
+        let mut poses = vec![pose.clone()];
+        let mut iterations = Vec::new();
+        let mut max_turn: f64 = 0.0;
+        for targets in &tracks {
+            for (gi, t) in targets.iter().enumerate() {
+                p.set_target(gi, *t).unwrap();
+            }
+            let sol = solver.solve(&p, &pose).unwrap();
+            if let Err(e) = check_solution(&p, &pose, &sol, lp.settings.tolerance, 1e-9) {
+                panic!("{name}: {e}");
+            }
+            assert!(sol.reached, "{name}: frame not reached: {:?} after {} iterations", sol.residuals, sol.iterations);
+            iterations.push(f64::from(sol.iterations));
+            max_turn = max_turn.max(sol.pose.max_angle_to(&pose));
+            pose = sol.pose;
+            poses.push(pose.clone());
+        }
+        let jitter = common::jitter(&poses);
+        eprintln!(
+            "{name}: {:.2} mean / {} max iterations per frame, jitter {:.2e} rad, largest per-frame turn {max_turn:.3} rad",
+            mean(&iterations),
+            iterations.iter().copied().fold(0.0, f64::max),
+            jitter
+        );
+        // Both variants fail at c8d5d11 (see the ignore reasons); the bounds are what a smooth
+        // 60 fps track should meet.
+        assert!(mean(&iterations) <= 30.0, "{name}: {} iterations per frame", mean(&iterations));
+        assert!(max_turn < 0.3, "{name}: a bone turned {max_turn} rad in one frame");
+    }
+}
+
+/// §4.3.2: reconstructing motion from the end effectors alone, the constrained solver's joint
+/// positions are closer to the truth than the unconstrained solver's (the report: ~30 mm vs
+/// ~59 mm). Motion: smooth random joint-angle trajectories inside the constrained humanoid's
+/// limits, 240 frames at 30 fps; targets are FK of the true pose; both solvers warm-start.
+#[test]
+fn constrained_reconstruction_beats_unconstrained() {
+    let lp = load("paper_humanoid13_constrained.json");
+    let constrained = lp.problem.clone();
+    let free =
+        Problem::new(without_limits(constrained.rig()), constrained.goals().to_vec(), constrained.root()).unwrap();
+    let mut errors = (Vec::new(), Vec::new());
+    for seed in 1..=3 {
+        let truth = synth_motion(constrained.rig(), seed, 240, 30.0);
+        let c = reconstruct(&constrained, &truth, lp.settings);
+        let u = reconstruct(&free, &truth, lp.settings);
+        eprintln!(
+            "seed {seed}: constrained {:.1} mm ({}/{} frames reached, {:.1} it), unconstrained {:.1} mm ({}/{}, {:.1} it)",
+            c.mean_joint_error,
+            c.frames_reached,
+            c.frames,
+            c.mean_iterations,
+            u.mean_joint_error,
+            u.frames_reached,
+            u.frames,
+            u.mean_iterations
+        );
+        errors.0.push(c.mean_joint_error);
+        errors.1.push(u.mean_joint_error);
+    }
+    // Observed at c8d5d11: constrained 68.6 / 68.2 / 61.8 mm (155–187 of 240 frames reached),
+    // unconstrained 119.6 / 98.0 / 85.2 mm (229–239 reached).
+    let (c, u) = (mean(&errors.0), mean(&errors.1));
+    assert!(c < u, "constrained {c:.1} mm should beat unconstrained {u:.1} mm");
+}
+
+/// Goals of the same models can be moved and re-solved: moving every target by 3.7 mm converges
+/// in few iterations from the previous solution (the warm start the tracking case relies on).
+macro_rules! small_move {
+    ($($(#[$attr:meta])* $test:ident: $file:literal;)*) => {$(
+        #[test]
+        $(#[$attr])*
+        fn $test() {
+            small_move_converges($file);
+        }
+    )*};
+}
+
+small_move! {
+    chain10_follows_a_small_move: "paper_chain10.json";
+    chain10_constrained_follows_a_small_move: "paper_chain10_constrained.json";
+    #[ignore = "core bug: 200 iterations, 3.2 mm short; see properties::two_branch_tree_reaches_jointly_reachable_targets"]
+    y_shape_follows_a_small_move: "paper_y_shape.json";
+    hand_follows_a_small_move: "paper_hand.json";
+    #[ignore = "core bug: the first solve stalls; see properties::two_branch_tree_reaches_jointly_reachable_targets"]
+    humanoid13_follows_a_small_move: "paper_humanoid13.json";
+    humanoid13_constrained_follows_a_small_move: "paper_humanoid13_constrained.json";
+}
+
+fn small_move_converges(name: &str) {
+    {
+        let (lp, sol) = solve_file(name);
+        let mut p = lp.problem.clone();
+        let goals: Vec<Goal> = p.goals().to_vec();
+        for (gi, g) in goals.iter().enumerate() {
+            p.set_target(gi, g.target + DVec3::new(3.0, -2.0, 1.0)).unwrap();
+        }
+        let again = solve_checked(&p, lp.settings, &sol.pose);
+        eprintln!("{name}: 3.7 mm move, {} iterations, reached {}", again.iterations, again.reached);
+        // Observed at c8d5d11: 1–16 iterations where it passes.
+        assert!(again.reached, "{name}: {:?}", again.residuals);
+        assert!(again.iterations <= 60, "{name}: {} iterations", again.iterations);
+    }
+}

@@ -1,0 +1,846 @@
+//! Property tests of the FABRIK solver on random rigs: serial chains and trees with branch points,
+//! random rest rotations, child heads off their parent's tail, random lengths and limits, random
+//! start poses and targets.
+//!
+//! Invariants (issue #2): FK of the returned rotations keeps bone lengths and rigid offsets; no
+//! limit is ever violated; an unconstrained chain reaches every reachable target; an unreachable
+//! target leaves the chain pointing at it; solving again from a solution is a fixed point; no NaN;
+//! the residuals reported are the distances FK gives.
+//!
+//! Case counts are kept modest (64–128) so `cargo test` stays quick in debug builds. Minimal
+//! reproductions of failures found here are plain `#[test]`s at the bottom of this file.
+
+mod common;
+
+use std::f64::consts::PI;
+
+use common::{check_fixed_point, check_solution, fk};
+use glam::{DQuat, DVec3};
+use proptest::prelude::*;
+use proptest::test_runner::RngSeed;
+use sinew::geometry::{angle_between, from_rotation_vector};
+use sinew::{
+    Bone, ConeLimit, Fabrik, Goal, HingeLimit, JointLimit, Pose, Problem, Rig, RootMode, SolveSettings, Solver,
+    StopReason, Swing, TwistLimit,
+};
+
+// ---------------------------------------------------------------------------------------------
+// Random rigs
+
+#[derive(Debug, Clone)]
+enum SwingSpec {
+    Free,
+    Cone([f64; 4]),
+    Hinge(DVec3, f64, f64),
+}
+
+#[derive(Debug, Clone)]
+struct LimitSpec {
+    swing: SwingSpec,
+    twist: Option<(f64, f64)>,
+    locked: bool,
+    stiffness: f64,
+}
+
+impl LimitSpec {
+    fn limit(&self) -> JointLimit {
+        JointLimit {
+            swing: match self.swing {
+                SwingSpec::Free => Swing::Free,
+                SwingSpec::Cone([a, b, c, d]) => Swing::Cone(ConeLimit::new(a, b, c, d)),
+                SwingSpec::Hinge(axis, min, max) => Swing::Hinge(HingeLimit { axis, min, max }),
+            },
+            twist: self.twist.map(|(min, max)| TwistLimit { min, max }),
+            locked: self.locked,
+            stiffness: self.stiffness,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct BoneSpec {
+    /// Picks the parent among the earlier bones (trees).
+    parent_sel: u32,
+    /// In a tree, this bone is an extra parentless root.
+    extra_root: bool,
+    /// Where the head sits relative to the parent's tail (None: on it).
+    offset: Option<DVec3>,
+    /// Rest rotation relative to the parent, as a rotation vector.
+    rest: DVec3,
+    length: f64,
+    limit: LimitSpec,
+}
+
+fn vec3(r: f64) -> impl Strategy<Value = DVec3> + Clone {
+    (-r..r, -r..r, -r..r).prop_map(|(x, y, z)| DVec3::new(x, y, z))
+}
+
+fn limit_spec() -> impl Strategy<Value = LimitSpec> {
+    let angle = || 0.05..PI;
+    let axis = prop_oneof![
+        Just(DVec3::X),
+        Just(DVec3::Z),
+        vec3(1.0).prop_filter_map("hinge axis must be non-zero", |v| v.try_normalize()),
+    ];
+    let range = prop_oneof![
+        (0.1..PI).prop_map(|m| (0.0, m)),
+        (-PI..-0.1).prop_map(|m| (m, 0.0)),
+        (-PI..PI, 0.0..PI).prop_map(|(a, s): (f64, f64)| (a, (a + s).min(PI))),
+    ];
+    let swing = prop_oneof![
+        2 => Just(SwingSpec::Free),
+        3 => [angle(), angle(), angle(), angle()].prop_map(SwingSpec::Cone),
+        3 => (axis, range).prop_map(|(ax, (lo, hi))| SwingSpec::Hinge(ax, lo, hi)),
+    ];
+    let twist = prop::option::weighted(0.4, (-PI..PI, 0.0..PI).prop_map(|(a, s): (f64, f64)| (a, (a + s).min(PI))));
+    let stiffness = prop_oneof![4 => Just(0.0), 1 => 0.0..0.9];
+    (swing, twist, prop::bool::weighted(0.08), stiffness).prop_map(|(swing, twist, locked, stiffness)| LimitSpec {
+        swing,
+        twist,
+        locked,
+        stiffness,
+    })
+}
+
+fn bone_spec() -> impl Strategy<Value = BoneSpec> {
+    (
+        any::<u32>(),
+        prop::bool::weighted(0.08),
+        prop::option::weighted(0.5, vec3(0.6)),
+        vec3(PI),
+        0.2..2.0f64,
+        limit_spec(),
+    )
+        .prop_map(|(parent_sel, extra_root, offset, rest, length, limit)| BoneSpec {
+            parent_sel,
+            extra_root,
+            offset,
+            rest,
+            length,
+            limit,
+        })
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Shape {
+    Chain,
+    Tree,
+}
+
+/// Which of the generated limits a rig gets.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Limits {
+    /// Every bone free.
+    None,
+    /// Cones, twists, hinges and locks, but no stiffness.
+    Rigid,
+    /// Everything, stiffness included.
+    All,
+}
+
+/// Builds the rig: `shape` decides the parents, `limits` which of the limit specs apply.
+fn build_rig(specs: &[BoneSpec], shape: Shape, limits: Limits) -> Rig {
+    let mut bones: Vec<Bone> = Vec::with_capacity(specs.len());
+    for (i, s) in specs.iter().enumerate() {
+        let parent = match (i, shape) {
+            (0, _) => None,
+            (_, Shape::Chain) => Some(i - 1),
+            (_, Shape::Tree) if s.extra_root => None,
+            (_, Shape::Tree) => Some(s.parent_sel as usize % i),
+        };
+        let rest_head = match parent {
+            Some(p) => DVec3::new(0.0, bones[p].length, 0.0) + s.offset.unwrap_or(DVec3::ZERO),
+            None if i == 0 => DVec3::ZERO,
+            None => s.offset.unwrap_or(DVec3::ONE) * 3.0,
+        };
+        bones.push(Bone {
+            name: format!("b{i}"),
+            parent,
+            rest_head,
+            rest_rotation: from_rotation_vector(s.rest),
+            length: s.length,
+            limit: match limits {
+                Limits::None => JointLimit::FREE,
+                Limits::Rigid => JointLimit { stiffness: 0.0, ..s.limit.limit() },
+                Limits::All => s.limit.limit(),
+            },
+        });
+    }
+    Rig::new(bones).expect("generated rig is valid")
+}
+
+/// A pose inside every limit; locked bones keep `base`'s rotation when it is inside their limit.
+fn pose_in_limits(rig: &Rig, rotvecs: &[DVec3], base: &Pose) -> Pose {
+    let rotations = rig
+        .bones()
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            if b.limit.locked && b.limit.violation(base.rotations[i]) <= 1e-12 {
+                base.rotations[i]
+            } else {
+                b.limit.clamp(from_rotation_vector(rotvecs[i % rotvecs.len().max(1)]))
+            }
+        })
+        .collect();
+    Pose { rotations, root_translation: base.root_translation }
+}
+
+fn leaves(rig: &Rig) -> Vec<usize> {
+    (0..rig.len()).filter(|&i| rig.children(i).is_empty()).collect()
+}
+
+#[derive(Debug, Clone)]
+struct GoalSpec {
+    /// Reachable (FK of the random pose) or a free point.
+    reachable: bool,
+    point: DVec3,
+    chain_length: usize,
+    use_tail: bool,
+    orientation: bool,
+    pole: Option<DVec3>,
+    weight: f64,
+}
+
+fn goal_spec() -> impl Strategy<Value = GoalSpec> {
+    (
+        prop::bool::weighted(0.7),
+        vec3(8.0),
+        prop_oneof![3 => Just(0usize), 1 => 1usize..4],
+        prop::bool::weighted(0.85),
+        prop::bool::weighted(0.15),
+        prop::option::weighted(0.15, vec3(5.0)),
+        0.5..2.0f64,
+    )
+        .prop_map(|(reachable, point, chain_length, use_tail, orientation, pole, weight)| GoalSpec {
+            reachable,
+            point,
+            chain_length,
+            use_tail,
+            orientation,
+            pole,
+            weight,
+        })
+}
+
+#[derive(Debug, Clone)]
+struct Case {
+    bones: Vec<BoneSpec>,
+    goals: Vec<GoalSpec>,
+    /// Rotation vectors of the pose whose FK gives the reachable targets.
+    target_pose: Vec<DVec3>,
+    /// Rotation vectors of the start pose (None: rest).
+    start: Option<Vec<DVec3>>,
+    root_translation: DVec3,
+    free_root: bool,
+}
+
+fn case(max_bones: usize) -> impl Strategy<Value = Case> {
+    (
+        prop::collection::vec(bone_spec(), 1..=max_bones),
+        prop::collection::vec(goal_spec(), 1..=4),
+        prop::collection::vec(vec3(PI), max_bones),
+        prop::option::weighted(0.5, prop::collection::vec(vec3(PI), max_bones)),
+        prop_oneof![3 => Just(DVec3::ZERO), 1 => vec3(2.0)],
+        prop::bool::weighted(0.2),
+    )
+        .prop_map(|(bones, goals, target_pose, start, root_translation, free_root)| Case {
+            bones,
+            goals,
+            target_pose,
+            start,
+            root_translation,
+            free_root,
+        })
+}
+
+struct Built {
+    problem: Problem,
+    start: Pose,
+}
+
+fn build_case(c: &Case, shape: Shape, limits: Limits) -> Built {
+    let rig = build_rig(&c.bones, shape, limits);
+    let n = rig.len();
+    let rest = Pose { rotations: vec![DQuat::IDENTITY; n], root_translation: c.root_translation };
+    // The start is inside every limit: bones no goal moves keep their start rotation, so a start
+    // outside a limit would be returned outside it (by design; see `inactive_bones_keep_...`).
+    let start = match &c.start {
+        Some(v) => pose_in_limits(&rig, v, &rest),
+        None => pose_in_limits(&rig, &[DVec3::ZERO], &rest),
+    };
+    let target_pose = pose_in_limits(&rig, &c.target_pose, &start);
+    let tf = rig.forward(&target_pose);
+    let effectors: Vec<usize> = match shape {
+        Shape::Chain => vec![n - 1],
+        Shape::Tree => leaves(&rig),
+    };
+    let goals = c
+        .goals
+        .iter()
+        .zip(effectors.iter().cycle())
+        .take(effectors.len().min(c.goals.len()))
+        .map(|(g, &b)| {
+            let target = if g.reachable { tf.effector(b, g.use_tail) } else { g.point };
+            Goal {
+                bone: b,
+                target,
+                orientation: (g.orientation && g.reachable).then(|| tf.rotations[b]),
+                weight: g.weight,
+                chain_length: g.chain_length,
+                pole: g.pole.map(|p| sinew::Pole { target: p, angle: 0.0 }),
+                use_tail: g.use_tail,
+            }
+        })
+        .collect();
+    let root = if c.free_root { RootMode::Free } else { RootMode::Pinned };
+    Built { problem: Problem::new(rig, goals, root).expect("generated problem is valid"), start }
+}
+
+fn settings() -> SolveSettings {
+    SolveSettings { max_iterations: 100, tolerance: 1e-4, stall_tolerance: 1e-7 }
+}
+
+/// Fixed seed and case count so CI is deterministic; `PROPTEST_RNG_SEED` and `PROPTEST_CASES`
+/// override them for exploration.
+fn config(cases: u32) -> ProptestConfig {
+    let mut c = ProptestConfig { failure_persistence: None, ..ProptestConfig::default() };
+    if std::env::var_os("PROPTEST_CASES").is_none() {
+        c.cases = cases;
+    }
+    if matches!(c.rng_seed, RngSeed::Random) {
+        c.rng_seed = RngSeed::Fixed(0x51AE_0002);
+    }
+    c
+}
+
+// ---------------------------------------------------------------------------------------------
+// Properties
+
+proptest! {
+    #![proptest_config(config(128))]
+
+    /// Whatever the rig, limits, goals and start: finite unit rotations, lengths and offsets kept,
+    /// no limit violated, locked bones unmoved, residuals = FK distances, `reached` consistent.
+    #[test]
+    fn any_solve_is_rigid_finite_and_within_limits(c in case(8), tree in any::<bool>()) {
+        let shape = if tree { Shape::Tree } else { Shape::Chain };
+        let b = build_case(&c, shape, Limits::All);
+        let s = settings();
+        let sol = Fabrik::new(s).solve(&b.problem, &b.start).unwrap();
+        if let Err(e) = check_solution(&b.problem, &b.start, &sol, s.tolerance, 1e-9) {
+            prop_assert!(false, "{e}\n{:#?}", sol);
+        }
+        // Bones no goal moves keep their start rotation exactly.
+        for i in 0..b.problem.rig().len() {
+            if b.problem.topology().active.binary_search(&i).is_err() {
+                let d = angle_between(sol.pose.rotations[i], b.start.rotations[i]);
+                prop_assert!(d <= 1e-15, "inactive bone {} moved by {:e} rad", i, d);
+            }
+        }
+    }
+
+    /// The same without limits: every solve is still rigid and finite.
+    #[test]
+    fn unconstrained_trees_stay_rigid_and_finite(c in case(8)) {
+        let b = build_case(&c, Shape::Tree, Limits::None);
+        let s = settings();
+        let sol = Fabrik::new(s).solve(&b.problem, &b.start).unwrap();
+        if let Err(e) = check_solution(&b.problem, &b.start, &sol, s.tolerance, 1e-9) {
+            prop_assert!(false, "{e}");
+        }
+    }
+
+    /// An unconstrained serial chain (random rest rotations, heads off their parents' tails)
+    /// reaches any target that is the FK of some pose.
+    #[test]
+    fn unconstrained_chain_reaches_reachable_targets(
+        bones in prop::collection::vec(bone_spec(), 1..=8),
+        target_pose in prop::collection::vec(vec3(PI), 8),
+        start in prop::option::of(prop::collection::vec(vec3(PI), 8)),
+    ) {
+        let rig = build_rig(&bones, Shape::Chain, Limits::None);
+        let n = rig.len();
+        let start = match start {
+            Some(v) => pose_in_limits(&rig, &v, &Pose::rest(n)),
+            None => Pose::rest(n),
+        };
+        let target = rig.forward(&pose_in_limits(&rig, &target_pose, &Pose::rest(n))).tails[n - 1];
+        let problem = Problem::new(rig, vec![Goal::new(n - 1, target)], RootMode::Pinned).unwrap();
+        let s = SolveSettings { max_iterations: 1000, ..settings() };
+        let mut solver = Fabrik::new(s);
+        let sol = solver.solve(&problem, &start).unwrap();
+        prop_assert!(sol.reached, "residual {} after {} iterations ({:?})", sol.worst_residual(), sol.iterations, sol.stop);
+        if let Err(e) = check_solution(&problem, &start, &sol, s.tolerance, 1e-9) {
+            prop_assert!(false, "{e}");
+        }
+    }
+
+    /// A target beyond reach leaves a connected chain pointing straight at it (Alg. 1 lines
+    /// 1.4–1.12), whatever the rest rotations and the start pose.
+    #[test]
+    fn unreachable_target_straightens_the_chain(
+        bones in prop::collection::vec(bone_spec(), 1..=8),
+        dir in vec3(1.0).prop_filter_map("direction", |v| v.try_normalize()),
+        beyond in 1.001..3.0f64,
+        start in prop::option::of(prop::collection::vec(vec3(PI), 8)),
+        root_translation in prop_oneof![Just(DVec3::ZERO), vec3(2.0)],
+    ) {
+        let mut bones = bones;
+        for b in &mut bones {
+            b.offset = None;
+        }
+        let rig = build_rig(&bones, Shape::Chain, Limits::None);
+        let n = rig.len();
+        let base = Pose { rotations: vec![DQuat::IDENTITY; n], root_translation };
+        let start = match start {
+            Some(v) => pose_in_limits(&rig, &v, &base),
+            None => base,
+        };
+        let root = rig.forward(&start).heads[0];
+        let reach: f64 = rig.bones().iter().map(|b| b.length).sum();
+        let target = root + dir * reach * beyond;
+        let problem = Problem::new(rig, vec![Goal::new(n - 1, target)], RootMode::Pinned).unwrap();
+        let mut solver = Fabrik::new(settings());
+        let sol = solver.solve(&problem, &start).unwrap();
+        prop_assert_eq!(sol.stop, StopReason::OutOfReach);
+        prop_assert_eq!(sol.iterations, 1);
+        let f = fk(problem.rig(), &sol.pose);
+        for i in 0..n {
+            let d = (f.tails[i] - f.heads[i]).normalize();
+            prop_assert!((d - dir).length() < 1e-9, "bone {} points {:?}, not {:?}", i, d, dir);
+        }
+        prop_assert!((sol.residuals[0] - reach * (beyond - 1.0)).abs() < 1e-9 * reach);
+        if let Err(e) = check_fixed_point(&mut solver, &problem, &sol, 1e-9) {
+            prop_assert!(false, "{e}");
+        }
+    }
+
+    /// The same through the general (frame-based) path: twist limits do not restrict where a
+    /// bone points, so the chain must still end up pointing at an unreachable target.
+    #[test]
+    fn unreachable_target_straightens_a_twist_limited_chain(
+        bones in prop::collection::vec(bone_spec(), 2..=6),
+        dir in vec3(1.0).prop_filter_map("direction", |v| v.try_normalize()),
+        beyond in 1.05..3.0f64,
+        twist in 0.05..1.0f64,
+    ) {
+        let mut bones = bones;
+        for b in &mut bones {
+            b.offset = None;
+            b.limit = LimitSpec { swing: SwingSpec::Free, twist: Some((-twist, twist)), locked: false, stiffness: 0.0 };
+        }
+        let rig = build_rig(&bones, Shape::Chain, Limits::Rigid);
+        let n = rig.len();
+        let reach: f64 = rig.bones().iter().map(|b| b.length).sum();
+        let target = dir * reach * beyond;
+        let problem = Problem::new(rig, vec![Goal::new(n - 1, target)], RootMode::Pinned).unwrap();
+        let s = SolveSettings { max_iterations: 500, ..settings() };
+        let sol = Fabrik::new(s).solve(&problem, &Pose::rest(n)).unwrap();
+        let f = fk(problem.rig(), &sol.pose);
+        for i in 0..n {
+            let d = (f.tails[i] - f.heads[i]).normalize();
+            prop_assert!(d.angle_between(dir) < 1e-3, "bone {} is {:.2e} rad off the target line ({:?}, {} iterations)", i, d.angle_between(dir), sol.stop, sol.iterations);
+        }
+    }
+
+    /// Solving again from a solution that reached its goals changes nothing (0 or 1 iteration,
+    /// pose within 1e-9 rad).
+    #[test]
+    fn solving_from_a_reached_solution_is_a_fixed_point(c in case(7), tree in any::<bool>(), limits in any::<bool>()) {
+        let shape = if tree { Shape::Tree } else { Shape::Chain };
+        let b = build_case(&c, shape, if limits { Limits::Rigid } else { Limits::None });
+        let mut solver = Fabrik::new(settings());
+        let sol = solver.solve(&b.problem, &b.start).unwrap();
+        if sol.reached || sol.stop == StopReason::OutOfReach {
+            if let Err(e) = check_fixed_point(&mut solver, &b.problem, &sol, 1e-9) {
+                prop_assert!(false, "{e}");
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(config(64))]
+
+    /// Degenerate targets never produce NaN: on the root's head, on the current effector, on a
+    /// joint, or straight behind a straight chain.
+    #[test]
+    fn degenerate_targets_give_finite_poses(c in case(6), tree in any::<bool>(), which in 0usize..4, k in any::<u32>()) {
+        let shape = if tree { Shape::Tree } else { Shape::Chain };
+        let mut b = build_case(&c, shape, if tree { Limits::None } else { Limits::Rigid });
+        let f = b.problem.rig().forward(&b.start);
+        let n = b.problem.rig().len();
+        let j = k as usize % n;
+        let target = match which {
+            0 => f.heads[0],
+            1 => f.tails[j],
+            2 => f.heads[j],
+            _ => f.heads[0] - (f.tails[n - 1] - f.heads[0]),
+        };
+        for gi in 0..b.problem.goals().len() {
+            b.problem.set_target(gi, target).unwrap();
+        }
+        let s = settings();
+        let sol = Fabrik::new(s).solve(&b.problem, &b.start).unwrap();
+        if let Err(e) = check_solution(&b.problem, &b.start, &sol, s.tolerance, 1e-9) {
+            prop_assert!(false, "{e}");
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Deterministic companions
+
+/// A straight connected chain whose target lies straight behind its root (the antiparallel case
+/// of the shortest arc) still solves to a finite, reached pose.
+#[test]
+fn target_behind_a_straight_chain() {
+    let bones: Vec<Bone> = (0..4usize)
+        .map(|i| Bone {
+            name: format!("b{i}"),
+            parent: i.checked_sub(1),
+            rest_head: if i == 0 { DVec3::ZERO } else { DVec3::Y },
+            rest_rotation: DQuat::IDENTITY,
+            length: 1.0,
+            limit: JointLimit::FREE,
+        })
+        .collect();
+    let rig = Rig::new(bones).unwrap();
+    let problem = Problem::new(rig, vec![Goal::new(3, DVec3::new(0.0, -2.0, 0.0))], RootMode::Pinned).unwrap();
+    let s = settings();
+    let sol = Fabrik::new(s).solve(&problem, &Pose::rest(4)).unwrap();
+    check_solution(&problem, &Pose::rest(4), &sol, s.tolerance, 1e-9).unwrap();
+    assert!(sol.reached, "{sol:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Regressions: core bugs the properties above found, shrunk to minimal reproductions. The lead
+// fixed these four in 509287d ("Limits: choose the twist inside its range for half-turn swings;
+// clamp again after stiffness; free tails exclude bones carrying another goal's bones").
+
+/// One root bone, a narrow lopsided cone and stiffness 0.9, target out of reach: the returned
+/// rotation was ~1e-4 rad outside the cone (found by `any_solve_is_rigid_finite_and_within_limits`).
+/// The backward stage clamped, then slerped from the previous rotation toward the clamped one
+/// (`1 - stiffness` of the way); the cone is not convex in rotation space once twist differs
+/// between the two ends, so the slerp left it. With stiffness 0 the same solve was inside.
+#[test]
+fn stiff_cone_root_stays_within_its_cone() {
+    let solve = |stiffness: f64| {
+        let limit =
+            JointLimit { swing: Swing::Cone(ConeLimit::new(0.05, 1.5, 0.05, 0.05)), stiffness, ..JointLimit::FREE };
+        let bone = Bone {
+            name: "b0".into(),
+            parent: None,
+            rest_head: DVec3::ZERO,
+            rest_rotation: DQuat::IDENTITY,
+            length: 1.0,
+            limit,
+        };
+        let problem = Problem::new(
+            Rig::new(vec![bone]).unwrap(),
+            vec![Goal::new(0, DVec3::new(-2.0, -2.0, -1.75))],
+            RootMode::Pinned,
+        )
+        .unwrap();
+        let sol = Fabrik::new(SolveSettings::default()).solve(&problem, &Pose::rest(1)).unwrap();
+        problem.rig().bone(0).limit.violation(sol.pose.rotations[0])
+    };
+    assert!(solve(0.0) <= 1e-9);
+    let v = solve(0.9);
+    assert!(v <= 1e-9, "violation {v:e} rad");
+}
+
+/// A twist range that excludes zero and a half-turn swing: `swing_twist` of a rotation by π
+/// about an axis perpendicular to Y has no twist part, so `JointLimit::clamp` applied the twist
+/// to the swing and the product was again a twist-less half turn; `clamp` was not idempotent and
+/// `violation(clamp(q))` stayed at the twist minimum.
+#[test]
+fn clamp_of_a_half_turn_swing_respects_the_twist_range() {
+    let limit = JointLimit { twist: Some(TwistLimit { min: 0.3, max: 0.4 }), ..JointLimit::FREE };
+    let c = limit.clamp(DQuat::from_rotation_x(PI));
+    let v = limit.violation(c);
+    assert!(v <= 1e-9, "clamp gives {c:?}, still {v} rad outside");
+}
+
+/// The solver-level face of the bug above (found by `degenerate_targets_give_finite_poses`
+/// with `PROPTEST_RNG_SEED=6`): a single twist-limited bone whose target lies exactly behind its
+/// head was aimed by an antiparallel shortest arc (a half turn) and returned 0.3 rad outside its
+/// twist range; moving the target 1e-9 off the axis gave a pose inside the range.
+#[test]
+fn bone_aimed_straight_back_respects_its_twist_limit() {
+    let limit = JointLimit { twist: Some(TwistLimit { min: 0.3, max: 0.4 }), ..JointLimit::FREE };
+    let bone = Bone {
+        name: "b0".into(),
+        parent: None,
+        rest_head: DVec3::ZERO,
+        rest_rotation: DQuat::IDENTITY,
+        length: 1.0,
+        limit,
+    };
+    let problem =
+        Problem::new(Rig::new(vec![bone]).unwrap(), vec![Goal::new(0, DVec3::new(0.0, -2.0, 0.0))], RootMode::Pinned)
+            .unwrap();
+    let start = Pose { rotations: vec![DQuat::from_rotation_y(0.35)], root_translation: DVec3::ZERO };
+    let sol = Fabrik::new(SolveSettings::default()).solve(&problem, &start).unwrap();
+    let v = limit.violation(sol.pose.rotations[0]);
+    assert!(v <= 1e-9, "{:?} is {v} rad outside the twist range", sol.pose.rotations[0]);
+}
+
+/// Found by `unconstrained_trees_stay_rigid_and_finite` (`PROPTEST_RNG_SEED=11`,
+/// `PROPTEST_CASES=3000`) and shrunk by hand: a three-bone chain a → b → e with a goal on e, and
+/// a bone c on b's tail with its own goal moving only c (`chain_length` 1). The reported
+/// residuals disagreed with forward kinematics of the returned pose by ~2e-8 (rig units of 1):
+/// the closed-form finish of free tails re-aimed a, b and e after the backward stage and
+/// refreshed only inactive bones, so c (active) kept a frame computed from b's old one.
+#[test]
+fn residuals_match_fk_with_a_short_chain_on_a_finished_tail() {
+    let mk = |name: &str, parent: Option<usize>, length: f64| Bone {
+        name: name.into(),
+        parent,
+        rest_head: if parent.is_some() { DVec3::Y } else { DVec3::ZERO },
+        rest_rotation: DQuat::IDENTITY,
+        length,
+        limit: JointLimit::FREE,
+    };
+    let bones = vec![mk("a", None, 1.0), mk("b", Some(0), 1.0), mk("e", Some(1), 1.0), mk("c", Some(1), 1.0)];
+    let mut on_c = Goal::new(3, DVec3::new(1.0, 3.5, 2.5)).with_chain_length(1);
+    on_c.use_tail = false;
+    let goals = vec![Goal::new(2, DVec3::new(-2.0, 1.0, -2.0)), on_c];
+    let problem = Problem::new(Rig::new(bones).unwrap(), goals, RootMode::Pinned).unwrap();
+    let s = settings();
+    let sol = Fabrik::new(s).solve(&problem, &Pose::rest(4)).unwrap();
+    check_solution(&problem, &Pose::rest(4), &sol, s.tolerance, 1e-9).unwrap();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Open: core bugs and slow cases the properties found, not fixed yet. Each is ignored until the
+// core handles it: `cargo test -p sinew --test properties -- --ignored`.
+
+/// Found while measuring `unconstrained_chain_reaches_reachable_targets` (3000 cases: mean 3.9
+/// iterations on chains with offset joints, but 11 cases above 100, up to 238): a two-bone chain
+/// whose child head sits off the root's tail (links 0.81 and 1.35, target 0.59 from the root,
+/// near the inner edge of the workspace at 0.54) converges linearly, ~40 iterations per decade:
+/// 34 to 1e-2, 71 to 1e-3, 111 to 1e-4, 192 to 1e-6. The default cap (100) stops it short.
+/// Not a correctness bug, but exactly the case a closed-form two-link step would finish.
+#[test]
+#[ignore = "core slow: a 2-bone offset chain near its inner workspace edge needs 111 iterations for 1e-4"]
+fn two_bone_offset_chain_converges_within_the_default_cap() {
+    let bones = vec![
+        Bone {
+            name: "a".into(),
+            parent: None,
+            rest_head: DVec3::ZERO,
+            rest_rotation: DQuat::IDENTITY,
+            length: 0.2,
+            limit: JointLimit::FREE,
+        },
+        Bone {
+            name: "b".into(),
+            parent: Some(0),
+            rest_head: DVec3::new(0.0, 0.2, 0.0) + DVec3::new(-0.45449321906101847, 0.35040456837026757, 0.39785197935797073),
+            rest_rotation: from_rotation_vector(DVec3::new(0.0, 2.6663276290561853, -2.781478175317026)),
+            length: 1.3468431863536392,
+            limit: JointLimit::FREE,
+        },
+    ];
+    let rig = Rig::new(bones).unwrap();
+    let target = DVec3::new(0.40124647597625884, -0.09899641285509553, -0.4145361720501269);
+    let start = Pose {
+        rotations: vec![from_rotation_vector(DVec3::new(0.0, 0.0, -2.4515410060719893)), DQuat::IDENTITY],
+        root_translation: DVec3::ZERO,
+    };
+    let problem = Problem::new(rig, vec![Goal::new(1, target)], RootMode::Pinned).unwrap();
+    let sol = Fabrik::new(SolveSettings::default()).solve(&problem, &start).unwrap();
+    assert!(sol.reached, "{} iterations, residual {:e} ({:?})", sol.iterations, sol.worst_residual(), sol.stop);
+}
+
+proptest! {
+    #![proptest_config(config(128))]
+
+    /// The fixed-point property for solves that stalled (targets out of reach or blocked by
+    /// limits): re-solving from the stalled pose should keep it. It does not: the pose moves by
+    /// up to π while the joints and residuals stay put (see the repro below). In 1000 cases,
+    /// 339 stalled; re-solving moved the pose by median 5e-9 rad, 90th percentile 0.09 rad,
+    /// max 3 rad, and made the residual worse in 3.
+    #[test]
+    #[ignore = "core bug: re-solving a stalled (unreachable) solution rolls straight limbs; not a fixed point"]
+    fn solving_from_a_stalled_solution_is_a_fixed_point(c in case(7), tree in any::<bool>(), limits in any::<bool>()) {
+        let shape = if tree { Shape::Tree } else { Shape::Chain };
+        let b = build_case(&c, shape, if limits { Limits::Rigid } else { Limits::None });
+        let mut solver = Fabrik::new(settings());
+        let sol = solver.solve(&b.problem, &b.start).unwrap();
+        if sol.stop == StopReason::Stalled {
+            if let Err(e) = check_fixed_point(&mut solver, &b.problem, &sol, 1e-6) {
+                prop_assert!(false, "{e}; residual {:e}", sol.worst_residual());
+            }
+        }
+    }
+}
+
+/// Two unit bones along +Y, the second a hinge about X in [0, 2.6] (an elbow), target out of
+/// reach along -Z. Each warm-started solve from the previous solution returns the same joint
+/// positions (straight at the target, residual 2) but rotations turned by π: the limb rolls
+/// half a turn about its own axis every frame, and with it the hinge's bend plane. Tracking an
+/// out-of-reach target therefore flips the keyed rotations frame to frame. (Likely cause: the
+/// straight hinge joint is pre-bent by `nudge_straight_joints` at the start of every solve, and
+/// the pre-bend's side is lost when the chain straightens again.) With the target at (3, 3, 0)
+/// the rolls are 0.59 and 0.72 rad.
+#[test]
+#[ignore = "core bug: warm-started re-solve of an unreachable target rolls a straight hinge limb by π every frame"]
+fn unreachable_target_does_not_roll_a_straight_hinge_limb() {
+    let elbow =
+        JointLimit { swing: Swing::Hinge(HingeLimit { axis: DVec3::X, min: 0.0, max: 2.6 }), ..JointLimit::FREE };
+    let bones = vec![
+        Bone {
+            name: "upper".into(),
+            parent: None,
+            rest_head: DVec3::ZERO,
+            rest_rotation: DQuat::IDENTITY,
+            length: 1.0,
+            limit: JointLimit::FREE,
+        },
+        Bone {
+            name: "fore".into(),
+            parent: Some(0),
+            rest_head: DVec3::Y,
+            rest_rotation: DQuat::IDENTITY,
+            length: 1.0,
+            limit: elbow,
+        },
+    ];
+    let problem =
+        Problem::new(Rig::new(bones).unwrap(), vec![Goal::new(1, DVec3::new(0.0, 0.0, -4.0))], RootMode::Pinned)
+            .unwrap();
+    let mut solver = Fabrik::new(SolveSettings::default());
+    let first = solver.solve(&problem, &Pose::rest(2)).unwrap();
+    let mut pose = first.pose.clone();
+    for frame in 1..4 {
+        let sol = solver.solve(&problem, &pose).unwrap();
+        let turn = sol.pose.max_angle_to(&pose);
+        assert!((sol.worst_residual() - 2.0).abs() < 1e-9);
+        assert!(turn < 1e-6, "frame {frame}: the pose turned {turn} rad for the same target");
+        pose = sol.pose;
+    }
+}
+
+/// Found by `degenerate_targets_give_finite_poses` (`PROPTEST_RNG_SEED=21`,
+/// `PROPTEST_CASES=2000`; also `unconstrained_trees_stay_rigid_and_finite` with seed 22): a free
+/// root (rest rotation 3 rad about X) and one connected child, lengths 1 and 2, target on the
+/// root's head. The solve converges in one iteration; FK of the returned pose puts the effector
+/// 2e-16 from the target, but the reported residual is 4.2e-8: the residuals (and `reached`)
+/// come from solver frames that are not exactly the returned pose. Lengths 0.5/1 give 2.1e-8;
+/// a rest rotation of 1 or 2 rad gives agreement.
+#[test]
+#[ignore = "core bug: with a free root, reported residual (4e-8) differs from FK of the returned pose (2e-16)"]
+fn residuals_match_fk_with_a_free_root() {
+    let bones = vec![
+        Bone {
+            name: "a".into(),
+            parent: None,
+            rest_head: DVec3::ZERO,
+            rest_rotation: DQuat::from_rotation_x(3.0),
+            length: 1.0,
+            limit: JointLimit::FREE,
+        },
+        Bone {
+            name: "b".into(),
+            parent: Some(0),
+            rest_head: DVec3::Y,
+            rest_rotation: DQuat::IDENTITY,
+            length: 2.0,
+            limit: JointLimit::FREE,
+        },
+    ];
+    let problem = Problem::new(Rig::new(bones).unwrap(), vec![Goal::new(1, DVec3::ZERO)], RootMode::Free).unwrap();
+    let s = settings();
+    let sol = Fabrik::new(s).solve(&problem, &Pose::rest(2)).unwrap();
+    check_solution(&problem, &Pose::rest(2), &sol, s.tolerance, 1e-9).unwrap();
+}
+
+/// A root bone with two connected 2-bone branches on its tail (a Y, all free, unit rest), both
+/// targets FK of the same pose (so jointly reachable), solved from rest with default settings.
+/// Since 9cec8bc ("reach-aware sub-base pulls and closed-form finish on free chain tails") the
+/// first case stops at the 100-iteration cap with one goal exact and the other 4.9e-3 away; on
+/// 0e2477e it converged in 40 iterations. On random poses of this rig (300 seeded, cap 300,
+/// tolerance 1e-4) the median went from 19 iterations to the cap. The second, symmetric case
+/// (root tilted 0.5 rad) never converged on either version (residuals 8e-3 on both goals).
+/// The same stall shows on the paper models: `paper_humanoid13.json` (0.37 mm after 300
+/// iterations; 27 iterations on 0e2477e) and a 3.7 mm move of the Y shape's targets.
+#[test]
+#[ignore = "core bug: a two-branch tree stalls at the iteration cap on reachable targets (regression in 9cec8bc)"]
+fn two_branch_tree_reaches_jointly_reachable_targets() {
+    let mk = |name: &str, parent: Option<usize>, head: DVec3, length: f64| Bone {
+        name: name.into(),
+        parent,
+        rest_head: head,
+        rest_rotation: DQuat::IDENTITY,
+        length,
+        limit: JointLimit::FREE,
+    };
+    let bones = vec![
+        mk("root", None, DVec3::ZERO, 1.0),
+        mk("a1", Some(0), DVec3::Y, 2.0),
+        mk("a2", Some(1), DVec3::new(0.0, 2.0, 0.0), 2.0),
+        mk("b1", Some(0), DVec3::Y, 2.0),
+        mk("b2", Some(3), DVec3::new(0.0, 2.0, 0.0), 2.0),
+    ];
+    let rig = Rig::new(bones).unwrap();
+    let (x, z) = (DQuat::from_rotation_x, DQuat::from_rotation_z);
+    let mut failures = Vec::new();
+    for truth in
+        [[x(0.3), z(0.5), x(0.4), z(-0.6), x(0.5)], [x(0.5), z(1.0), DQuat::IDENTITY, z(-1.0), DQuat::IDENTITY]]
+    {
+        let f = rig.forward(&Pose { rotations: truth.to_vec(), root_translation: DVec3::ZERO });
+        let problem =
+            Problem::new(rig.clone(), vec![Goal::new(2, f.tails[2]), Goal::new(4, f.tails[4])], RootMode::Pinned)
+                .unwrap();
+        let sol = Fabrik::new(SolveSettings::default()).solve(&problem, &Pose::rest(5)).unwrap();
+        if !sol.reached {
+            failures.push(format!("{} iterations ({:?}), residuals {:?}", sol.iterations, sol.stop, sol.residuals));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// Found by the benchmark's "targets already met" line: two unit bones along +Y, the second
+/// with a lopsided cone (a preferred bend), target exactly on the straight chain's tail, so the
+/// start pose already meets it (residual 0). The solve pre-bends the straight joint toward its
+/// preferred side before checking convergence, then cannot straighten back to full extension:
+/// 100 iterations, residual 5e-4, pose turned 0.045 rad. On `paper_chain10_constrained.json`
+/// the same (target on the straight tail) ends 2.3 mm off after 200 iterations.
+#[test]
+#[ignore = "core bug: a target already met by the straight start is lost (pre-bend), 100 iterations, 5e-4 off"]
+fn a_target_met_by_the_start_pose_needs_no_iteration() {
+    let cone = JointLimit { swing: Swing::Cone(ConeLimit::new(0.7, 0.5, 0.6, 0.4)), ..JointLimit::FREE };
+    let bones = vec![
+        Bone {
+            name: "a".into(),
+            parent: None,
+            rest_head: DVec3::ZERO,
+            rest_rotation: DQuat::IDENTITY,
+            length: 1.0,
+            limit: JointLimit::FREE,
+        },
+        Bone {
+            name: "b".into(),
+            parent: Some(0),
+            rest_head: DVec3::Y,
+            rest_rotation: DQuat::IDENTITY,
+            length: 1.0,
+            limit: cone,
+        },
+    ];
+    let problem =
+        Problem::new(Rig::new(bones).unwrap(), vec![Goal::new(1, DVec3::new(0.0, 2.0, 0.0))], RootMode::Pinned)
+            .unwrap();
+    let sol = Fabrik::new(SolveSettings::default()).solve(&problem, &Pose::rest(2)).unwrap();
+    assert!(
+        sol.reached && sol.iterations == 0,
+        "{} iterations ({:?}), residual {:e}",
+        sol.iterations,
+        sol.stop,
+        sol.worst_residual()
+    );
+    assert!(sol.pose.max_angle_to(&Pose::rest(2)) < 1e-12);
+}
