@@ -4,9 +4,9 @@ use glam::{DQuat, DVec3};
 
 /// A pole target: the chain's bend plane turns to contain it (as Blender's IK pole).
 ///
-/// With `angle = 0` the first bone of the chain turns about the chain's axis (its head to the
-/// goal's target) until its local +X points at the pole; `angle` then rotates the chain further
-/// about that axis. Unlike Blender's own solvers, Sinew keeps each chain's pole when a tree has
+/// The chain turns about its axis (the first bone's head to the goal's target) until the first
+/// bone's `X·cos(angle) + Z·sin(angle)` points at the pole: with `angle = 0` its local +X does,
+/// exactly Blender's convention (`pole_angle`). Unlike Blender's own solvers, Sinew keeps each chain's pole when a tree has
 /// several goals.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Pole {

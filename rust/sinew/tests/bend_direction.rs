@@ -221,10 +221,11 @@ fn a_pole_target_puts_the_knee_in_the_plane_of_the_pole() {
                 out_of_plane.abs() < 1e-3,
                 "pole {pole:?}, angle {angle}: knee {knee:?} is {out_of_plane:.3} mm off the pole's plane"
             );
-            // With this leg (the knee bends toward the thigh's local -Z), angle +90° puts the knee
-            // on the pole's side and -90° on the opposite side.
+            // Blender's convention: the thigh's X·cos a + Z·sin a aims at the pole. This knee bends
+            // toward the thigh's local -Z, so -90° (the usual Blender pole angle for such legs)
+            // puts the knee on the pole's side and +90° on the opposite side.
             let side = off_line(knee, HIP, target).dot(off_line(pole, HIP, target));
-            assert_eq!(side > 0.0, angle > 0.0, "pole {pole:?}, angle {angle}: knee {knee:?}");
+            assert_eq!(side > 0.0, angle < 0.0, "pole {pole:?}, angle {angle}: knee {knee:?}");
         }
     }
 }

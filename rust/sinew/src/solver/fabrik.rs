@@ -349,8 +349,8 @@ impl Fabrik {
         }
     }
 
-    /// Turns each poled chain about its axis (chain top's head → target) so the top bone's
-    /// local +X, rotated by the pole angle about the axis, points at the pole.
+    /// Turns each poled chain about its axis (chain top's head → target) so that the top bone's
+    /// `X·cos a + Z·sin a` (a = pole angle) points at the pole, as Blender's IK does.
     fn apply_poles(&mut self, problem: &Problem) {
         for (gi, g) in problem.goals().iter().enumerate() {
             let Some(pole) = g.pole else { continue };
@@ -359,9 +359,10 @@ impl Fabrik {
             let a = self.frames.heads[top];
             let Some(axis) = (g.target - a).try_normalize() else { continue };
             let flat = |v: DVec3| (v - axis * v.dot(axis)).try_normalize();
-            let x = self.frames.rotations[top] * DVec3::X;
-            let (Some(cur), Some(want)) = (flat(x), flat(pole.target - a)) else { continue };
-            let cur = DQuat::from_axis_angle(axis, pole.angle) * cur;
+            // Blender's ConstrainPoleVector: the top bone's X·cos a + Z·sin a aims at the pole.
+            let (sin, cos) = pole.angle.sin_cos();
+            let side = self.frames.rotations[top] * (DVec3::X * cos + DVec3::Z * sin);
+            let (Some(cur), Some(want)) = (flat(side), flat(pole.target - a)) else { continue };
             let turn = shortest_arc(cur, want);
             if angle_between(turn, DQuat::IDENTITY) < 1e-12 {
                 continue;
@@ -518,6 +519,12 @@ impl Fabrik {
                     q
                 } else if let Some(q) = two_bone {
                     q
+                } else if let [p] = self.pulls.as_slice()
+                    && p.local.length_squared() <= EPS_LEN * EPS_LEN
+                {
+                    // Pulled at its head only (a head goal): nothing decides its rotation, so it
+                    // keeps its local rotation and follows its parent.
+                    base * self.locals[b]
                 } else if let [p] = self.pulls.as_slice() {
                     match (bone.limit.swing, topo.pulls[b].as_slice()) {
                         (Swing::Hinge(h), _) if !bone.limit.locked => base * aim_hinge(base, h, head, p.local, p.target),
