@@ -296,10 +296,11 @@ pub fn rotation_from_head_tail(head: DVec3, tail: DVec3, roll: f64) -> DQuat {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn chain(n: usize) -> Rig {
+    /// `n` unit bones along +Y, each the parent of the next (shared by the unit tests).
+    pub(crate) fn chain(n: usize) -> Rig {
         let bones = (0..n)
             .map(|i| Bone {
                 name: format!("b{i}"),

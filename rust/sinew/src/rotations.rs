@@ -48,23 +48,11 @@ pub fn local_rotations(rig: &Rig, frames: &Frames, out: &mut [DQuat]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::limits::JointLimit;
     use crate::pose::Pose;
-    use crate::rig::Bone;
 
     #[test]
     fn aiming_a_chain_reproduces_its_joints_by_fk() {
-        let bones = (0..3usize)
-            .map(|i| Bone {
-                name: format!("b{i}"),
-                parent: i.checked_sub(1),
-                rest_head: if i == 0 { DVec3::ZERO } else { DVec3::Y },
-                rest_rotation: DQuat::IDENTITY,
-                length: 1.0,
-                limit: JointLimit::FREE,
-            })
-            .collect();
-        let rig = Rig::new(bones).unwrap();
+        let rig = crate::rig::tests::chain(3);
         let mut f = rig.rest_frames().clone();
         let joints = [DVec3::ZERO, DVec3::new(1.0, 0.0, 0.0), DVec3::new(1.0, 0.0, 1.0), DVec3::new(1.0, 1.0, 1.0)];
         aim_chain(&rig, &[0, 1, 2], &joints, &mut f);

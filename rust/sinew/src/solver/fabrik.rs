@@ -375,27 +375,33 @@ impl Fabrik {
         }
     }
 
+    /// Fills `self.pulls` with what pulls bone `b`: each active child's head toward its forward
+    /// estimate, and each goal on `b` (its tail or head toward the target). Returns the target
+    /// orientation of a goal on `b`, if one has it.
+    fn gather_pulls(&mut self, problem: &Problem, b: usize) -> Option<DQuat> {
+        let rig = problem.rig();
+        let topo = problem.topology();
+        self.pulls.clear();
+        for &(c, w) in &topo.pulls[b] {
+            self.pulls.push(Pull { local: rig.bone(c).rest_head, target: self.forward_heads[c], weight: w });
+        }
+        let mut orientation = None;
+        for &gi in &topo.effector_goals[b] {
+            let g = &problem.goals()[gi];
+            let local = if g.use_tail { DVec3::new(0.0, rig.bone(b).length, 0.0) } else { DVec3::ZERO };
+            self.pulls.push(Pull { local, target: g.target, weight: g.weight });
+            orientation = orientation.or(g.orientation);
+        }
+        orientation
+    }
+
     /// Stage 1: from the effectors inward; sub-bases take the rigid fit of their children's
     /// estimates.
     fn forward_stage(&mut self, problem: &Problem) {
         let rig = problem.rig();
         let topo = problem.topology();
-        let goals = problem.goals();
         for &b in topo.active.iter().rev() {
-            let bone = rig.bone(b);
-            self.pulls.clear();
-            for &(c, w) in &topo.pulls[b] {
-                self.pulls.push(Pull { local: rig.bone(c).rest_head, target: self.forward_heads[c], weight: w });
-            }
-            let mut orientation = None;
-            for &gi in &topo.effector_goals[b] {
-                let g = &goals[gi];
-                let local = if g.use_tail { DVec3::new(0.0, bone.length, 0.0) } else { DVec3::ZERO };
-                self.pulls.push(Pull { local, target: g.target, weight: g.weight });
-                if g.orientation.is_some() {
-                    orientation = g.orientation;
-                }
-            }
+            let orientation = self.gather_pulls(problem, b);
             let old_head = self.frames.heads[b];
             let old_rot = self.frames.rotations[b];
             if self.pulls.len() > 1 {
@@ -473,7 +479,6 @@ impl Fabrik {
     fn backward_stage(&mut self, problem: &Problem, root_head: DVec3) {
         let rig = problem.rig();
         let topo = problem.topology();
-        let goals = problem.goals();
         let mut next_active = topo.active.iter().peekable();
         for (b, bone) in rig.bones().iter().enumerate() {
             let active = next_active.peek() == Some(&&b);
@@ -493,19 +498,7 @@ impl Fabrik {
             };
             let local = if active {
                 let current = self.frames.rotations[b];
-                self.pulls.clear();
-                for &(c, w) in &topo.pulls[b] {
-                    self.pulls.push(Pull { local: rig.bone(c).rest_head, target: self.forward_heads[c], weight: w });
-                }
-                let mut orientation = None;
-                for &gi in &topo.effector_goals[b] {
-                    let g = &goals[gi];
-                    let local = if g.use_tail { DVec3::new(0.0, bone.length, 0.0) } else { DVec3::ZERO };
-                    self.pulls.push(Pull { local, target: g.target, weight: g.weight });
-                    if g.orientation.is_some() {
-                        orientation = g.orientation;
-                    }
-                }
+                let orientation = self.gather_pulls(problem, b);
                 if self.pulls.len() > 1 {
                     self.reach_aware_pulls(problem, b, head, current);
                 }
@@ -806,22 +799,8 @@ fn aim(rot: DQuat, head: DVec3, local: DVec3, target: DVec3) -> DQuat {
 mod tests {
     use super::*;
     use crate::goal::Goal;
-    use crate::limits::JointLimit;
     use crate::rig::Bone;
-
-    fn chain(n: usize) -> Rig {
-        let bones = (0..n)
-            .map(|i| Bone {
-                name: format!("b{i}"),
-                parent: i.checked_sub(1),
-                rest_head: if i == 0 { DVec3::ZERO } else { DVec3::Y },
-                rest_rotation: DQuat::IDENTITY,
-                length: 1.0,
-                limit: JointLimit::FREE,
-            })
-            .collect();
-        Rig::new(bones).unwrap()
-    }
+    use crate::rig::tests::chain;
 
     #[test]
     fn straight_chain_reaches_a_target_on_its_own_line() {
