@@ -19,7 +19,7 @@
 //!   decides the bend direction of a straight limb: such a joint starting straight is nudged
 //!   toward the middle of its range before the first iteration.
 
-use glam::{DQuat, DVec3};
+use glam::{DMat3, DQuat, DVec3};
 
 use super::{Solution, SolveSettings, Solver, StopReason};
 use crate::error::Result;
@@ -42,6 +42,20 @@ const FINISH_FRACTION: f64 = 0.01;
 fn finish_threshold(initial_gap: f64, tolerance: f64) -> f64 {
     (FINISH_FRACTION * initial_gap).max(10.0 * tolerance)
 }
+
+/// Whether a chain of total `reach` from `top` is (nearly) stretched to reach `target`: then it
+/// is almost straight whatever FABRIK does, FABRIK crawls there, and the closed-form finish may
+/// place it at once.
+#[inline]
+fn nearly_stretched(top: DVec3, target: DVec3, reach: f64) -> bool {
+    (target - top).length() >= STRETCHED * reach
+}
+
+/// See [`nearly_stretched`].
+const STRETCHED: f64 = 0.99;
+
+/// Gauss–Newton rounds for a sub-base's rotation in the backward stage.
+const SUB_BASE_ROUNDS: usize = 8;
 
 /// How far (radians) a straight joint with a preferred bend is nudged before solving.
 const BEND_NUDGE: f64 = 0.05;
@@ -163,7 +177,8 @@ impl Fabrik {
             let finish_below = finish_threshold((p[m] - target).length(), s.tolerance);
             while it < s.max_iterations {
                 let gap = (p[m] - target).length_squared();
-                if gap <= tol2 || (gap <= finish_below * finish_below && finish_exactly(p, &lengths, target)) {
+                let may_finish = gap <= finish_below * finish_below || (it > 0 && nearly_stretched(base, target, reach));
+                if gap <= tol2 || (may_finish && finish_exactly(p, &lengths, target)) {
                     stop = StopReason::Converged;
                     break;
                 }
@@ -329,11 +344,13 @@ impl Fabrik {
                 continue;
             }
             let gap = (self.frames.tails[g.bone] - g.target).length();
-            if gap > finish_below[gi] {
+            let top = self.frames.heads[tail[0]];
+            let reach: f64 = tail.iter().map(|&b| rig.bone(b).length).sum();
+            if gap > finish_below[gi] && !nearly_stretched(top, g.target, reach) {
                 continue;
             }
             self.joints.clear();
-            self.joints.push(self.frames.heads[tail[0]]);
+            self.joints.push(top);
             self.joints.extend(tail.iter().map(|&b| self.frames.tails[b]));
             if finish_exactly(&mut self.joints, &|k| rig.bone(tail[k]).length, g.target) {
                 aim_chain(rig, tail, &self.joints, &mut self.frames);
@@ -405,7 +422,7 @@ impl Fabrik {
             let old_head = self.frames.heads[b];
             let old_rot = self.frames.rotations[b];
             if self.pulls.len() > 1 {
-                self.reach_aware_pulls(problem, b, old_head, old_rot);
+                self.reach_aware_pulls(problem, b, old_head, old_rot, false);
             }
             let (rot, head) = if let Some(q) = orientation {
                 // The effector's frame is given: place it rigidly (weighted mean of its pulls).
@@ -500,7 +517,7 @@ impl Fabrik {
                 let current = self.frames.rotations[b];
                 let orientation = self.gather_pulls(problem, b);
                 if self.pulls.len() > 1 {
-                    self.reach_aware_pulls(problem, b, head, current);
+                    self.reach_aware_pulls(problem, b, head, current, true);
                 }
                 let two_bone = match topo.pulls[b].as_slice() {
                     [(c, _)] if orientation.is_none() && self.pulls.len() == 1 => {
@@ -528,7 +545,8 @@ impl Fabrik {
                         _ => aim(current, head, p.local, p.target),
                     }
                 } else {
-                    fit_rotation(current, self.pulls.iter().map(|p| (p.local, p.target - head, p.weight)))
+                    let fitted = fit_rotation(current, self.pulls.iter().map(|p| (p.local, p.target - head, p.weight)));
+                    self.turn_sub_base(problem, b, head, fitted)
                 };
                 let local = (base.conjugate() * want).normalize();
                 let limit = &bone.limit;
@@ -571,7 +589,10 @@ fn finish_exactly(p: &mut [DVec3], lengths: &impl Fn(usize) -> f64, target: DVec
         let l = lengths(k);
         let to_target = target - p[k];
         let c = to_target.length();
-        if c <= EPS_LEN || c > l + rest || c < (l - rest).abs() {
+        // A target at full stretch, or beyond it by round-off (1e-9 of the length), counts as
+        // reachable: the chain straightens onto it.
+        let slack = 1e-9 * (l + rest);
+        if c <= EPS_LEN || c > l + rest + slack || c < (l - rest).abs() - slack {
             rest += l;
             continue;
         }
@@ -599,16 +620,82 @@ impl Fabrik {
     /// forward estimate, so chains with slack drag it around and multi-chain solves crawl
     /// (§3.7.1's centroid converges slowly); this way the sub-base moves only for chains that
     /// need it, and each chain then closes its own gap.
-    fn reach_aware_pulls(&mut self, problem: &Problem, b: usize, head: DVec3, rot: DQuat) {
+    ///
+    /// With `head_fixed` (the backward stage) the attachment can only move on the sphere about
+    /// the sub-base's head, so the pull goes to the nearest point of that sphere from which the
+    /// chain reaches (where the sphere meets the ball of the chain's reach about its target).
+    fn reach_aware_pulls(&mut self, problem: &Problem, b: usize, head: DVec3, rot: DQuat, head_fixed: bool) {
         let topo = problem.topology();
         let rig = problem.rig();
         for (pull, &(c, _)) in self.pulls.iter_mut().zip(&topo.pulls[b]) {
             let Some((g, reach)) = topo.lone_goal[c] else { continue };
+            let target = problem.goals()[g].target;
             let attach = head + rot * rig.bone(c).rest_head;
-            let to_target = problem.goals()[g].target - attach;
+            let to_target = target - attach;
             let dist = to_target.length();
-            pull.target = if dist <= reach { attach } else { attach + to_target * ((dist - reach) / dist) };
+            pull.target = if dist <= reach {
+                attach
+            } else if head_fixed {
+                nearest_reaching_point_on_sphere(head, attach, target, reach)
+            } else {
+                attach + to_target * ((dist - reach) / dist)
+            };
         }
+    }
+
+    /// Turns sub-base `b` (head fixed at `head`, starting at `rot`) by Gauss–Newton on its
+    /// rotation so that every lone-goal child chain can reach its target (one residual each: the
+    /// chain's shortfall, zero once within reach) and the other pulls land (three residuals each).
+    /// The normal equations are 3×3 whatever the number of children. Near the solution this
+    /// converges quadratically, where fitting to re-measured pull points (alternating
+    /// projections) crawls, e.g. a pinned pelvis with both legs at full stretch.
+    fn turn_sub_base(&mut self, problem: &Problem, b: usize, head: DVec3, rot: DQuat) -> DQuat {
+        let topo = problem.topology();
+        let rig = problem.rig();
+        let children = &topo.pulls[b];
+        let mut rot = rot;
+        for _ in 0..SUB_BASE_ROUNDS {
+            let mut jtj = DMat3::ZERO;
+            let mut jtr = DVec3::ZERO;
+            for (k, pull) in self.pulls.iter().enumerate() {
+                let v = rot * pull.local;
+                let lone = children.get(k).and_then(|&(c, _)| topo.lone_goal[c]);
+                match lone {
+                    Some((g, reach)) => {
+                        let to_target = problem.goals()[g].target - (head + v);
+                        let dist = to_target.length();
+                        if dist <= reach {
+                            continue;
+                        }
+                        let j = -v.cross(to_target / dist);
+                        jtj += DMat3::from_cols(j * j.x, j * j.y, j * j.z) * pull.weight;
+                        jtr += j * ((dist - reach) * pull.weight);
+                    }
+                    None => {
+                        let r = head + v - pull.target;
+                        let vv = DMat3::from_cols(v * v.x, v * v.y, v * v.z);
+                        jtj += (DMat3::from_diagonal(DVec3::splat(v.length_squared())) - vv) * pull.weight;
+                        jtr += v.cross(r) * pull.weight;
+                    }
+                }
+            }
+            let scale = jtj.x_axis.x + jtj.y_axis.y + jtj.z_axis.z;
+            if scale <= 0.0 || jtr.length_squared() <= 1e-30 * scale * scale {
+                break;
+            }
+            let damped = jtj + DMat3::from_diagonal(DVec3::splat(1e-9 * scale));
+            let mut delta = -(damped.inverse() * jtr);
+            let angle = delta.length();
+            if !angle.is_finite() || angle < 1e-14 {
+                break;
+            }
+            if angle > 0.5 {
+                delta *= 0.5 / angle;
+            }
+            rot = (crate::geometry::from_rotation_vector(delta) * rot).normalize();
+            let _ = rig;
+        }
+        rot
     }
 
     /// When one thing pulls bone `c` (its single active child, or one position goal): the pulled
@@ -734,6 +821,26 @@ fn line_step(rot: DQuat, old_head: DVec3, local: DVec3, target: DVec3) -> (DQuat
     let back = (old_head - target).try_normalize().unwrap_or(-(rot * local) / len);
     let head = target + back * len;
     (turn_toward(rot, local / len, -back), head)
+}
+
+/// The point of the sphere about `center` through `point` that is nearest to `point` and within
+/// `reach` of `target`: on the circle where the sphere meets the ball about `target`, or the
+/// sphere's point nearest `target` when the two do not meet.
+fn nearest_reaching_point_on_sphere(center: DVec3, point: DVec3, target: DVec3, reach: f64) -> DVec3 {
+    let r = (point - center).length();
+    let to_target = target - center;
+    let d = to_target.length();
+    let Some(n) = to_target.try_normalize() else { return point };
+    if d >= r + reach || d <= (r - reach).abs() {
+        // Too far (or one inside the other): the sphere's point toward the target is best.
+        return center + n * r;
+    }
+    // Circle of intersection: centre at distance h along n, radius rho.
+    let h = (d * d + r * r - reach * reach) / (2.0 * d);
+    let rho = (r * r - h * h).max(0.0).sqrt();
+    let off = point - center;
+    let side = (off - n * off.dot(n)).try_normalize().unwrap_or_else(|| n.any_orthonormal_vector());
+    center + n * h + side * rho
 }
 
 /// `rot` turned about `axis` (through the bone's head) by the angle nearest zero at which
