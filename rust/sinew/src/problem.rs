@@ -40,6 +40,8 @@ pub struct Topology {
     /// Per bone moved by exactly one goal: that goal and the chain's reach from the bone's head
     /// to the goal's effector point (sum of the links along the chain).
     pub(crate) lone_goal: Vec<Option<(usize, f64)>>,
+    /// Per goal: the reach of its whole chain, from the top bone's head to the effector point.
+    pub(crate) chain_reach: Vec<f64>,
     /// Per goal: the bones only it moves that form a free, connected serial chain ending at its
     /// effector (top first), when there are at least two of them.
     pub(crate) free_tails: Vec<Option<Vec<usize>>>,
@@ -94,12 +96,21 @@ impl Topology {
             let mut reach = if g.use_tail { rig.bone(g.bone).length } else { 0.0 };
             for (k, &b) in chain.iter().enumerate() {
                 if k > 0 {
-                    reach += rig.bone(chain[k - 1]).rest_head.length();
+                    let c = chain[k - 1];
+                    reach += rig.bone(c).rest_head.length();
+                    // The point on c that leads on down the chain.
+                    let p = match k {
+                        1 if g.use_tail => DVec3::new(0.0, rig.bone(c).length, 0.0),
+                        1 => DVec3::ZERO,
+                        _ => rig.bone(chain[k - 2]).rest_head,
+                    };
+                    reach -= hinge_reach_loss(rig.bone(c), p);
                 }
                 if goal_count[b] == 1 {
                     t.lone_goal[b] = Some((gi, reach));
                 }
             }
+            t.chain_reach.push(reach);
         }
         t.free_tails = goals
             .iter()
@@ -281,6 +292,20 @@ impl Problem {
         }
         Ok(())
     }
+}
+
+/// How much shorter than its two links a hinge joint leaves the span from its parent's head to
+/// `point` (on the hinge bone) at its straightest allowed angle (0 for other joints). A knee whose
+/// rest pose is slightly bent and whose range stops at zero never straightens fully.
+fn hinge_reach_loss(bone: &crate::rig::Bone, point: DVec3) -> f64 {
+    let crate::limits::Swing::Hinge(h) = bone.limit.swing else { return 0.0 };
+    let k = bone.rest_head;
+    let span = |t: f64| (k + bone.rest_rotation * DQuat::from_axis_angle(h.axis, t) * point).length();
+    const SAMPLES: usize = 64;
+    let best = (0..=SAMPLES)
+        .map(|i| span(h.min + (h.max - h.min) * i as f64 / SAMPLES as f64))
+        .fold(0.0f64, f64::max);
+    (k.length() + point.length() - best).max(0.0)
 }
 
 /// The chain of a single position goal on free, connected bones with a pinned top, from the

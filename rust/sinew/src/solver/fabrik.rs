@@ -54,6 +54,9 @@ fn nearly_stretched(top: DVec3, target: DVec3, reach: f64) -> bool {
 /// See [`nearly_stretched`].
 const STRETCHED: f64 = 0.99;
 
+/// How much more a chain's reach shortfall counts than a point pull at a sub-base.
+const SHORTFALL_WEIGHT: f64 = 1e3;
+
 /// Gauss–Newton rounds for a sub-base's rotation in the backward stage.
 const SUB_BASE_ROUNDS: usize = 8;
 
@@ -120,7 +123,7 @@ impl Solver for Fabrik {
         let (iterations, stop) = if let Some(chain) = serial {
             self.solve_serial(rig, chain, &topo.is_active, goals[0].target, &settings)
         } else {
-            self.nudge_straight_joints(problem);
+            self.nudge_straight_joints(problem, settings.tolerance);
             self.solve_tree(problem, &settings)
         };
 
@@ -141,6 +144,9 @@ impl Solver for Fabrik {
             let b0 = rig.bone(0);
             pose.root_translation = b0.rest_rotation.conjugate() * (self.frames.heads[0] - b0.rest_head);
         }
+        // Residuals of the pose as returned (forward kinematics of it), so they agree with what
+        // any caller recomputes, to the last bit.
+        rig.forward_into(&pose, &mut self.frames);
         let residuals: Vec<f64> = goals
             .iter()
             .map(|g| (self.frames.effector(g.bone, g.use_tail) - g.target).length())
@@ -232,13 +238,13 @@ impl Fabrik {
     /// [`BEND_NUDGE`] toward the bend and its parent half that back about the same axis, so the
     /// joint itself leaves the line from the parent's head to the child's tail and FABRIK's
     /// point steps see which side the bend is on.
-    fn nudge_straight_joints(&mut self, problem: &Problem) {
+    fn nudge_straight_joints(&mut self, problem: &Problem, tolerance: f64) {
         let rig = problem.rig();
         let topo = problem.topology();
         let mut changed = false;
         for &b in &topo.active {
             let bone = rig.bone(b);
-            if bone.limit.locked {
+            if bone.limit.locked || !self.must_bend(problem, b, tolerance) {
                 continue;
             }
             let Some(bend) = bone.limit.preferred_bend() else { continue };
@@ -264,6 +270,18 @@ impl Fabrik {
         if changed {
             self.refresh_frames(rig);
         }
+    }
+
+    /// Whether some goal whose chain holds bone `b` is unmet and within its chain's reach (only
+    /// then must a straight joint bend at all).
+    fn must_bend(&self, problem: &Problem, b: usize, tolerance: f64) -> bool {
+        let topo = problem.topology();
+        problem.goals().iter().enumerate().any(|(g, goal)| {
+            let chain = &topo.moved[g];
+            let (Some(&top), true) = (chain.last(), chain.contains(&b)) else { return false };
+            let unmet = (self.frames.effector(goal.bone, goal.use_tail) - goal.target).length() > tolerance;
+            unmet && (goal.target - self.frames.heads[top]).length() < topo.chain_reach[g]
+        })
     }
 
     /// Recomputes every frame from `locals`, keeping the root's head where it is.
@@ -667,9 +685,12 @@ impl Fabrik {
                         if dist <= reach {
                             continue;
                         }
+                        // A shortfall is a hard need (the chain cannot reach otherwise); the
+                        // other pulls are preferences their flexible chains can give up.
+                        let w = pull.weight * SHORTFALL_WEIGHT;
                         let j = -v.cross(to_target / dist);
-                        jtj += DMat3::from_cols(j * j.x, j * j.y, j * j.z) * pull.weight;
-                        jtr += j * ((dist - reach) * pull.weight);
+                        jtj += DMat3::from_cols(j * j.x, j * j.y, j * j.z) * w;
+                        jtr += j * ((dist - reach) * w);
                     }
                     None => {
                         let r = head + v - pull.target;
@@ -719,9 +740,8 @@ impl Fabrik {
     /// The rotation of a bone whose only pulled child `c` is a hinge, with its head fixed at
     /// `head`: the exact two-bone step. The law of cosines gives the hinge angle (inside the
     /// hinge's range) that puts `c`'s pull point at the target's distance from `head`; the bone
-    /// then turns (shortest arc from `current`) to point that way and swivels about the
-    /// head→target line toward FABRIK's own estimate of the joint, which keeps the swivel where
-    /// the forward stage (and any pole) put it. FABRIK's point steps crawl and stall at hinges
+    /// then turns by the shortest arc from `current` to point that way, which keeps the swivel
+    /// (and any pole's) from frame to frame. FABRIK's point steps crawl and stall at hinges
     /// near full extension and fight the joint's side; this lands exactly when the target is
     /// within the pair's reach.
     fn two_bone_step(&self, problem: &Problem, b: usize, c: usize, base: DQuat, head: DVec3, current: DQuat) -> Option<DQuat> {
@@ -770,13 +790,9 @@ impl Fabrik {
         }
         let local_point = k + child.rest_rotation * DQuat::from_axis_angle(a, theta) * point;
         let dir = to_target / dist;
+        // The shortest turn keeps the swivel where the bone is (poles have turned it already):
+        // the hinge angle's sign already puts the joint on its side.
         let rot = turn_toward(current, local_point.normalize_or(DVec3::Y), dir);
-        // Swivel about the head→target line toward the forward stage's joint estimate.
-        let flat = |x: DVec3| (x - dir * x.dot(dir)).try_normalize();
-        let rot = match (flat(rot * k), flat(self.forward_heads[c] - head)) {
-            (Some(now), Some(est)) => (shortest_arc(now, est) * rot).normalize(),
-            _ => rot,
-        };
         // Every swivel reaches equally well; if this one breaks the bone's own limit, take the
         // nearest swivel that keeps it (the limit would otherwise clamp the pair off target).
         let limit = &rig.bone(b).limit;
