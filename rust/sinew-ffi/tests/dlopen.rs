@@ -667,7 +667,10 @@ fn misuse_is_reported(api: &Api) {
         let msg = api.expect(api.sinew_rig_set_cone_limit(rig, 1, 0.5, 0.5, 4.0, 0.5), sinew_status::LimitOutOfRange);
         assert!(msg.contains("z_pos") && msg.contains("\"b\""), "{msg}");
         api.ok(api.sinew_rig_set_cone_limit_blender(rig, 1, -0.5, 0.4, -0.3, 0.2));
-        api.expect(api.sinew_rig_set_cone_limit_blender(rig, 1, 0.0, 0.4, -0.3, 0.2), sinew_status::LimitOutOfRange);
+        // Blender's common zero bound is accepted (it becomes ConeLimit::ZERO_BOUND); a bound
+        // on the wrong side of zero is not.
+        api.ok(api.sinew_rig_set_cone_limit_blender(rig, 1, 0.0, 0.4, -0.3, 0.2));
+        api.expect(api.sinew_rig_set_cone_limit_blender(rig, 1, 0.1, 0.4, -0.3, 0.2), sinew_status::LimitOutOfRange);
         api.expect(api.sinew_rig_set_cone_limit(rig, 7, 0.5, 0.5, 0.5, 0.5), sinew_status::UnknownBone);
         api.expect(api.sinew_rig_set_hinge_limit(rig, 1, [0.0; 3].as_ptr(), 0.0, 1.0), sinew_status::LimitOutOfRange);
         api.expect(api.sinew_rig_set_hinge_limit(rig, 1, null(), 0.0, 1.0), sinew_status::NullArgument);
