@@ -295,6 +295,29 @@ fn benches(c: &mut Criterion) {
                 .fold(f64::INFINITY, f64::min)
         })
         .collect();
+    // The same with the file's iteration cap, as Sinew runs (the uncapped mean is dominated by a
+    // few targets close to the root).
+    let capped: Vec<(u32, bool)> = reachable
+        .iter()
+        .map(|t| {
+            let mut p = straight_joints.clone();
+            let it = textbook_alg1(&mut p, &d, *t, tb.tolerance, tb.max_iterations);
+            (it, (p[p.len() - 1] - *t).length() <= tb.tolerance)
+        })
+        .collect();
+    let capped_iters: Vec<f64> = capped.iter().map(|&(i, _)| f64::from(i)).collect();
+    let mut ci = capped_iters.clone();
+    writeln!(
+        stats,
+        "{:<36} iterations mean {:>6.2} median {:>5} with the cap of {} | reached {}/{}",
+        "textbook_alg1/reachable (capped)",
+        mean(&capped_iters),
+        median(&mut ci),
+        tb.max_iterations,
+        capped.iter().filter(|&&(_, r)| r).count(),
+        capped.len()
+    )
+    .unwrap();
     let mut ti = textbook_iters.clone();
     writeln!(
         stats,
@@ -349,8 +372,12 @@ fn benches(c: &mut Criterion) {
     writeln!(stats, "  mean: constrained {:.2} mm, unconstrained {:.2} mm", mean(&ec), mean(&eu)).unwrap();
 
     eprintln!("\n{stats}");
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/sinew-bench-stats.txt");
-    if let Err(e) = std::fs::write(&path, &stats) {
+    let target_dir = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+        || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"),
+        std::path::PathBuf::from,
+    );
+    let path = target_dir.join("sinew-bench-stats.txt");
+    if let Err(e) = std::fs::create_dir_all(&target_dir).and_then(|()| std::fs::write(&path, &stats)) {
         eprintln!("could not write {}: {e}", path.display());
     }
 
