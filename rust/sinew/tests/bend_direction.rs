@@ -258,8 +258,8 @@ const SMALL_MOVE: DVec3 = DVec3::new(-1.07087382096863, -5.802869758293802, 1.25
 /// stays in range. Inside the constrained humanoid (chain_length 2) the same move swivels the
 /// thigh 0.61 rad and moves the knee 17 mm sideways; with the whole chain to the root it turns
 /// the pelvis 0.63 rad; this is what breaks `humanoid13_constrained_tracks_smoothly_moving_targets`.
+/// Regression test: fixed on the core by 91a4de0/5197955 (it was ignored as a core bug before).
 #[test]
-#[ignore = "core bug: a 6 mm ankle move rolls a slightly bent hinged leg 3.09 rad and bends the knee backward"]
 fn a_slightly_bent_hinged_leg_keeps_its_bend_plane_for_a_small_move() {
     let (problem, settings) = bent_leg(hinge(0.0, 150.0), BENT_ANKLE + SMALL_MOVE);
     let sol = solve(&problem, settings, &Pose::rest(2));
@@ -273,8 +273,8 @@ fn a_slightly_bent_hinged_leg_keeps_its_bend_plane_for_a_small_move() {
 /// The same small move with a free knee: FABRIK's point steps on a nearly straight two-bone
 /// chain close the gap linearly (the closed-form finish waits for 99% of the gap to close
 /// first), so a 6 mm move takes 257 iterations.
+/// Regression test: fixed on the core by 91a4de0/5197955 (it was ignored as a core bug before).
 #[test]
-#[ignore = "core slow: a 6 mm move of a nearly straight free two-bone leg takes 257 iterations"]
 fn a_small_move_of_a_nearly_straight_free_leg_converges_quickly() {
     let (problem, settings) = bent_leg(serde_json::Value::Null, BENT_ANKLE + SMALL_MOVE);
     let sol = solve(&problem, settings, &Pose::rest(2));

@@ -687,8 +687,8 @@ proptest! {
 /// straight hinge joint is pre-bent by `nudge_straight_joints` at the start of every solve, and
 /// the pre-bend's side is lost when the chain straightens again.) With the target at (3, 3, 0)
 /// the rolls are 0.59 and 0.72 rad.
+/// Regression test: fixed on the core by 91a4de0/5197955 (it was ignored as a core bug before).
 #[test]
-#[ignore = "core bug: warm-started re-solve of an unreachable target rolls a straight hinge limb by π every frame"]
 fn unreachable_target_does_not_roll_a_straight_hinge_limb() {
     let elbow =
         JointLimit { swing: Swing::Hinge(HingeLimit { axis: DVec3::X, min: 0.0, max: 2.6 }), ..JointLimit::FREE };
@@ -732,8 +732,8 @@ fn unreachable_target_does_not_roll_a_straight_hinge_limb() {
 /// 2e-16 from the target, but the reported residual is 4.2e-8: the residuals (and `reached`)
 /// come from solver frames that are not exactly the returned pose. Lengths 0.5/1 give 2.1e-8;
 /// a rest rotation of 1 or 2 rad gives agreement.
+/// Regression test: fixed on the core by 91a4de0/5197955 (it was ignored as a core bug before).
 #[test]
-#[ignore = "core bug: with a free root, reported residual (4e-8) differs from FK of the returned pose (2e-16)"]
 fn residuals_match_fk_with_a_free_root() {
     let bones = vec![
         Bone {
@@ -768,8 +768,8 @@ fn residuals_match_fk_with_a_free_root() {
 /// (root tilted 0.5 rad) never converged on either version (residuals 8e-3 on both goals).
 /// The same stall shows on the paper models: `paper_humanoid13.json` (0.37 mm after 300
 /// iterations; 27 iterations on 0e2477e) and a 3.7 mm move of the Y shape's targets.
+/// Regression test: fixed on the core by 91a4de0/5197955 (it was ignored as a core bug before).
 #[test]
-#[ignore = "core bug: a two-branch tree stalls at the iteration cap on reachable targets (regression in 9cec8bc)"]
 fn two_branch_tree_reaches_jointly_reachable_targets() {
     let mk = |name: &str, parent: Option<usize>, head: DVec3, length: f64| Bone {
         name: name.into(),
@@ -810,8 +810,8 @@ fn two_branch_tree_reaches_jointly_reachable_targets() {
 /// preferred side before checking convergence, then cannot straighten back to full extension:
 /// 100 iterations, residual 5e-4, pose turned 0.045 rad. On `paper_chain10_constrained.json`
 /// the same (target on the straight tail) ends 2.3 mm off after 200 iterations.
+/// Regression test: fixed on the core by 91a4de0/5197955 (it was ignored as a core bug before).
 #[test]
-#[ignore = "core bug: a target already met by the straight start is lost (pre-bend), 100 iterations, 5e-4 off"]
 fn a_target_met_by_the_start_pose_needs_no_iteration() {
     let cone = JointLimit { swing: Swing::Cone(ConeLimit::new(0.7, 0.5, 0.6, 0.4)), ..JointLimit::FREE };
     let bones = vec![

@@ -374,34 +374,18 @@ pub fn reconstruct(problem: &Problem, truth: &[Pose], settings: SolveSettings) -
     }
 }
 
-/// Smoothly moving targets for the humanoid's four effectors: each circles (two sinusoids per
-/// axis) around its rest position; `frames` frames.
-pub fn humanoid_tracks(problem: &Problem, frames: usize, amplitude: f64, seed: u64) -> Vec<Vec<DVec3>> {
-    let mut rng = Rng::new(seed);
-    let rest = problem.rig().rest_frames();
-    let goals = problem.goals();
-    let params: Vec<(DVec3, DVec3, DVec3)> = goals
+/// Smoothly moving, reachable targets for the humanoid's four effectors (wrists, ankles): the
+/// effectors of a smooth random motion inside the constrained humanoid's limits (`synth_motion`
+/// at `fps`), so every frame is reachable by both humanoid files (same rig, same goals). Per
+/// frame, one target per goal of `paper_humanoid13_constrained.json`.
+pub fn humanoid_tracks(frames: usize, fps: f64, seed: u64) -> Vec<Vec<DVec3>> {
+    let lp = load("paper_humanoid13_constrained.json");
+    let rig = lp.problem.rig();
+    synth_motion(rig, seed, frames, fps)
         .iter()
-        .map(|_| {
-            let amp = DVec3::new(rng.range(0.5, 1.0), rng.range(0.5, 1.0), rng.range(0.3, 0.8)) * amplitude;
-            let freq = DVec3::new(rng.range(0.5, 1.5), rng.range(0.5, 1.5), rng.range(0.5, 1.5));
-            let phase = DVec3::new(rng.range(0.0, 6.3), rng.range(0.0, 6.3), rng.range(0.0, 6.3));
-            (amp, freq, phase)
-        })
-        .collect();
-    (0..frames)
-        .map(|f| {
-            let t = f as f64 / 60.0;
-            goals
-                .iter()
-                .zip(&params)
-                .map(|(g, (a, w, ph))| {
-                    let base = rest.effector(g.bone, g.use_tail);
-                    // Start at the rest position (sin(0) = 0 with the phase folded in).
-                    let s = |k: usize| a[k] * ((w[k] * t * std::f64::consts::TAU + ph[k]).sin() - ph[k].sin());
-                    base + DVec3::new(s(0), s(1), s(2))
-                })
-                .collect()
+        .map(|pose| {
+            let f = rig.forward(pose);
+            lp.problem.goals().iter().map(|g| f.effector(g.bone, g.use_tail)).collect()
         })
         .collect()
 }
