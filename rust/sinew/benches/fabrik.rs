@@ -334,6 +334,17 @@ fn benches(c: &mut Criterion) {
 
     let humanoid = tracking("paper_humanoid13.json");
     let humanoid_limited = tracking("paper_humanoid13_constrained.json");
+    let truth = synth_motion(load("paper_humanoid13_constrained.json").problem.rig(), 7, FRAMES, 60.0);
+    let truth_turn = truth.windows(2).map(|w| w[1].max_angle_to(&w[0])).fold(0.0, f64::max);
+    writeln!(
+        stats,
+        "{:<36} jitter {:.5} rad ({:.3}°) mean turn per bone per frame, largest per-frame turn {:.4} rad",
+        "tracking ground truth (the motion)",
+        jitter(&truth),
+        jitter(&truth).to_degrees(),
+        truth_turn
+    )
+    .unwrap();
     writeln!(stats, "{}", tracking_lines("humanoid13/tracking", &humanoid)).unwrap();
     writeln!(stats, "{}", tracking_lines("humanoid13_constrained/tracking", &humanoid_limited)).unwrap();
 
