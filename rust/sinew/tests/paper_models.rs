@@ -276,6 +276,35 @@ fn track_humanoid(name: &str) {
     assert!(max_turn < 0.3, "{name}: a bone turned {max_turn} rad in one frame");
 }
 
+/// The unconstrained humanoid over the benchmark's 1000 frames of the same motion: every frame
+/// is reached, but 13 frames turn some bone more than 0.1 rad (153–160: the left arm swivels
+/// about its shoulder-wrist line; 637–639, 653–654) and frame 653 turns one 0.473 rad in 3
+/// iterations, while the motion itself never turns a bone more than 0.033 rad per frame. The
+/// swivel of a limb is free of the goals and drifts frame to frame.
+#[test]
+#[ignore = "core bug: warm-started tracking pops (0.473 rad in one frame at 653; motion ≤ 0.033 rad/frame)"]
+fn humanoid13_tracks_1000_frames_without_pops() {
+    let lp = load("paper_humanoid13.json");
+    let tracks = common::humanoid_tracks(1000, 60.0, 7);
+    let mut p = lp.problem.clone();
+    let mut solver = Fabrik::new(lp.settings);
+    let mut pose = lp.pose.clone();
+    let mut pops = Vec::new();
+    for (frame, targets) in tracks.iter().enumerate() {
+        for (gi, t) in targets.iter().enumerate() {
+            p.set_target(gi, *t).unwrap();
+        }
+        let sol = solver.solve(&p, &pose).unwrap();
+        assert!(sol.reached, "frame {frame}: {:?}", sol.residuals);
+        let turn = sol.pose.max_angle_to(&pose);
+        if frame > 0 && turn > 0.1 {
+            pops.push((frame, turn));
+        }
+        pose = sol.pose;
+    }
+    assert!(pops.is_empty(), "{} frames turn a bone > 0.1 rad: {pops:?}", pops.len());
+}
+
 /// The first frame of the tracking motion on its own: the four targets are FK of a pose inside
 /// the constrained humanoid's limits (so reachable within them), solved from rest. The solver
 /// meets three goals exactly and stalls with the right wrist 33.7 mm short after 12 iterations;
