@@ -123,6 +123,14 @@ def replace_range(fc, frames: np.ndarray, values: np.ndarray) -> None:
             kp.remove(kp[int(i)], fast=True)
     n0 = len(kp)
     kp.add(len(frames))
+    if n0 == 0:  # a new F-curve: nothing to keep, so nothing to read back
+        co = np.empty(2 * len(frames), dtype=np.float32)
+        co[0::2] = frames
+        co[1::2] = values
+        kp.foreach_set("co", co)
+        kp.foreach_set("interpolation", np.full(len(frames), LINEAR, dtype=np.int32))
+        fc.update()
+        return
     n = len(kp)
     co = np.empty(2 * n, dtype=np.float32)
     kp.foreach_get("co", co)

@@ -3,9 +3,12 @@
 headless Blender has no modal loop).
 
 * ``solve_pose``: one frame, from the current pose.
-* ``BakeJob``: a frame range. ``steps()`` samples targets frame by frame, solves with
+* ``BakeJob``: a frame range. ``steps()`` samples the targets over the range, solves with
   ``solve_sequence`` and writes the keys at the very end, yielding progress in between, so a
   modal operator can run it in chunks and cancel it without having changed anything.
+  Targets that are plain objects animated only by F-curves are sampled from their F-curves
+  (``sample_goals_from_fcurves``) when nothing the bake reads from the armature changes over the
+  range (``pose_is_static``); anything else is sampled by stepping the frames.
 * ``problem_document``: the exact problem as ``sinew.problem/1`` JSON.
 
 Every read and check happens before the first write: an error leaves the scene as it was.
@@ -13,10 +16,13 @@ Every read and check happens before the first write: an error leaves the scene a
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 
+import bpy
 import numpy as np
+from mathutils import Matrix
 
 from . import keys, rig_reader
 from .rig_reader import ReadError, engine
@@ -100,6 +106,255 @@ def solve_pose(context, ob, settings: Settings, *, key: bool = True, keep_constr
                        time.perf_counter() - t0)
 
 
+# --------------------------------------------------------------------------------------------
+# Sampling plain F-curve-animated targets without stepping frames
+# --------------------------------------------------------------------------------------------
+#
+# Stepping the scene (``frame_set``) evaluates everything that depends on time, once per frame.
+# A target that is a plain object (no parent, no constraints, no drivers, animated only by its
+# own action) has a world matrix that is a function of its F-curves alone, so it is computed
+# here for all frames at once: each F-curve is evaluated at every frame and the channels are
+# composed as Blender composes an object's matrix (BKE_object_to_mat4). Anything else falls back
+# to stepping the frames.
+
+# Object transform channels (data path -> size) and how Blender composes them.
+TRANSFORM_CHANNELS = {
+    "location": 3, "rotation_euler": 3, "rotation_quaternion": 4, "rotation_axis_angle": 4, "scale": 3,
+    "delta_location": 3, "delta_rotation_euler": 3, "delta_rotation_quaternion": 4, "delta_scale": 3,
+}
+_POSE_BONE_PATH = re.compile(r'pose\.bones\["((?:[^"\\]|\\.)*)"\]')
+_ROTATION_PROPS = (".rotation_quaternion", ".rotation_euler", ".rotation_axis_angle")
+
+
+def action_fcurves(id_data):
+    """The F-curves Blender evaluates for ``id_data`` (an object or other ID), as a list of
+    (data_path, array_index, fcurve), when its own action is the only thing that animates it:
+    ``[]`` when nothing animates it, None when something else may (drivers, NLA tracks, tweak
+    mode, an action with several layers or strips). Muted F-curves, F-curves in muted groups and
+    empty F-curves are left out, as Blender leaves them out. Without NLA tracks Blender applies the
+    action in full (its influence and blend mode only act on top of NLA tracks)."""
+    ad = getattr(id_data, "animation_data", None)
+    if ad is None:
+        return []
+    if len(ad.drivers) or len(ad.nla_tracks) or ad.use_tweak_mode:
+        return None
+    act = ad.action
+    if act is None:
+        return []
+    if keys.SLOTTED:
+        if len(act.layers) > 1 or any(len(layer.strips) > 1 for layer in act.layers):
+            return None
+        if ad.action_slot is None:
+            return []
+        cb = keys.anim_utils.action_get_channelbag_for_slot(act, ad.action_slot)
+        fcurves = cb.fcurves if cb is not None else ()
+    else:
+        fcurves = act.fcurves
+    out = []
+    for fc in fcurves:
+        if fc.mute or (fc.group is not None and fc.group.mute):
+            continue
+        if not len(fc.keyframe_points) and not len(fc.modifiers):
+            continue
+        out.append((fc.data_path, fc.array_index, fc))
+    return out
+
+
+def fcurve_samples(fcurve, frames) -> np.ndarray:
+    """``fcurve.evaluate(f)`` for every frame of ``frames`` (a list of floats), as an array."""
+    return np.fromiter(map(fcurve.evaluate, frames), dtype=np.float64, count=len(frames))
+
+
+def _euler_matrices(angles, order):
+    """(F, 3, 3) rotation matrices of Euler angles (F, 3) (about X, Y, Z) in Blender's ``order``
+    ('XYZ': X is applied first)."""
+    n = len(angles)
+    out = np.broadcast_to(np.eye(3), (n, 3, 3)).copy()
+    for axis in order:
+        i = "XYZ".index(axis)
+        j, k = (i + 1) % 3, (i + 2) % 3
+        c, s = np.cos(angles[:, i]), np.sin(angles[:, i])
+        r = np.zeros((n, 3, 3))
+        r[:, i, i] = 1.0
+        r[:, j, j] = c
+        r[:, k, k] = c
+        r[:, k, j] = s
+        r[:, j, k] = -s
+        out = r @ out
+    return out
+
+
+def _quaternion_matrices(q):
+    """(F, 3, 3) from quaternions (F, 4) wxyz, normalised first; a zero quaternion is (0, 1, 0, 0)
+    as in Blender's normalize_qt."""
+    q = np.array(q, dtype=np.float64)
+    n = np.linalg.norm(q, axis=1)
+    zero = n == 0.0
+    q[zero] = (0.0, 1.0, 0.0, 0.0)
+    n[zero] = 1.0
+    w, x, y, z = (q / n[:, None]).T
+    return np.stack([
+        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], axis=1),
+        np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], axis=1),
+        np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], axis=1),
+    ], axis=1)
+
+
+def _axis_angle_matrices(aa):
+    """(F, 3, 3) from axis-angle (F, 4) = (angle, x, y, z); a zero axis is no rotation."""
+    angle = aa[:, 0]
+    axis = np.array(aa[:, 1:], dtype=np.float64)
+    n = np.linalg.norm(axis, axis=1)
+    zero = n == 0.0
+    axis[zero] = (1.0, 0.0, 0.0)
+    angle = np.where(zero, 0.0, angle)
+    axis /= np.where(zero, 1.0, n)[:, None]
+    c, s = np.cos(angle), np.sin(angle)
+    x, y, z = axis.T
+    t = 1.0 - c
+    return np.stack([
+        np.stack([c + t * x * x, t * x * y - s * z, t * x * z + s * y], axis=1),
+        np.stack([t * x * y + s * z, c + t * y * y, t * y * z - s * x], axis=1),
+        np.stack([t * x * z - s * y, t * y * z + s * x, c + t * z * z], axis=1),
+    ], axis=1)
+
+
+def object_world_matrices(ob, frames, scene, *, ignore=None) -> np.ndarray | None:
+    """World matrices (F, 4, 4) of object ``ob`` at each of ``frames``, from its own F-curves,
+    without evaluating the scene; or None when its transform may depend on anything else.
+
+    Contract: a result is the ``matrix_world`` that ``scene.frame_set(f)`` followed by
+    ``ob.evaluated_get(depsgraph)`` gives, for every f (up to float32 rounding). A result is
+    returned only when ``ob`` has no parent, no constraint in effect (muted, invalid or zero
+    influence ones are ignored, as Blender ignores them), no rigid body, no drivers and no NLA
+    tracks; every F-curve of its action animates a transform channel (``TRANSFORM_CHANNELS``)
+    or is accepted by ``ignore(data_path)`` (the caller takes care of those); and the scene's
+    time is not remapped. Channels without an F-curve keep the object's current value.
+    """
+    if ob.parent is not None or getattr(ob, "rigid_body", None) is not None:
+        return None
+    if any(not (c.mute or not c.is_valid or c.influence <= 0.0) for c in ob.constraints):
+        return None
+    if scene.render.frame_map_old != scene.render.frame_map_new:
+        return None
+    curves = action_fcurves(ob)
+    if curves is None:
+        return None
+    nf = len(frames)
+    values = {path: np.tile(np.array(getattr(ob, path), dtype=np.float64), (nf, 1)) for path in TRANSFORM_CHANNELS}
+    fl = [float(f) for f in frames]
+    for path, index, fc in curves:
+        size = TRANSFORM_CHANNELS.get(path)
+        if size is None:
+            if ignore is not None and ignore(path):
+                continue
+            return None
+        if 0 <= index < size:  # Blender ignores an F-curve with an index out of range
+            values[path][:, index] = fcurve_samples(fc, fl)
+    mode = ob.rotation_mode
+    if mode == 'QUATERNION':
+        rot = _quaternion_matrices(values["delta_rotation_quaternion"]) @ _quaternion_matrices(values["rotation_quaternion"])
+    elif mode == 'AXIS_ANGLE':
+        rot = _axis_angle_matrices(values["rotation_axis_angle"])  # Blender has no delta axis-angle in RNA
+    else:
+        rot = _euler_matrices(values["delta_rotation_euler"], mode) @ _euler_matrices(values["rotation_euler"], mode)
+    out = np.zeros((nf, 4, 4))
+    out[:, :3, :3] = rot * (values["scale"] * values["delta_scale"])[:, None, :]
+    out[:, :3, 3] = values["location"] + values["delta_location"]
+    out[:, 3, 3] = 1.0
+    return out
+
+
+def sample_goals_from_fcurves(problem: rig_reader.RigProblem, frames, scene):
+    """Every goal's target, orientation and pole over ``frames`` in armature space, as arrays
+    (F, G, 3), (F, G, 4) wxyz, (F, G, 3): what ``problem.sample_goals(depsgraph)`` gives after
+    ``scene.frame_set(f)`` for each frame, computed from F-curves (``object_world_matrices``)
+    instead. None when a target or pole is a bone, or it or the armature object is not such a
+    plain object (the armature's pose F-curves are left to ``pose_is_static``)."""
+    ob = problem.ob
+    arm = object_world_matrices(ob, frames, scene, ignore=lambda path: path.startswith("pose."))
+    if arm is None:
+        return None
+    try:
+        to_arm = np.linalg.inv(arm)
+    except np.linalg.LinAlgError:
+        return None
+    cache = {}
+
+    def in_armature_space(ref):
+        if ref.bone:
+            return None
+        key = ref.ob.name
+        if key not in cache:
+            w = arm if ref.ob == ob else object_world_matrices(ref.ob, frames, scene)
+            cache[key] = None if w is None else to_arm @ w
+        return cache[key]
+
+    nf, ng = len(frames), len(problem.goals)
+    targets = np.zeros((nf, ng, 3))
+    orients = np.zeros((nf, ng, 4))
+    orients[:, :, 0] = 1.0
+    poles = np.zeros((nf, ng, 3))
+    for i, spec in enumerate(problem.goals):
+        m = in_armature_space(spec.target)
+        if m is None:
+            return None
+        targets[:, i] = m[:, :3, 3]
+        if spec.use_orientation:
+            # Exactly the conversion sample_goals makes (mathutils), frame by frame.
+            orients[:, i] = [tuple(Matrix(r).normalized().to_quaternion()) for r in m[:, :3, :3]]
+        if spec.pole is not None:
+            mp = in_armature_space(spec.pole)
+            if mp is None:
+                return None
+            poles[:, i] = mp[:, :3, 3]
+    return targets, orients, poles
+
+
+def pose_is_static(problem: rig_reader.RigProblem, *, only_moved: bool = True) -> bool:
+    """True when nothing a bake reads from the armature's evaluated pose changes with the frame,
+    so one evaluation serves the whole range: the pose of the bones above the chains (anchors and
+    their ancestors), of the connectors, the pose location of the moved bones and, for
+    ``only_moved=False``, every other bone's rotation.
+
+    That holds when neither the armature object nor its data is driven or has NLA tracks, no
+    F-curve animates those bones (F-curves on the moved bones' rotations are fine: they only seed
+    the start pose, read at the first frame; bones outside that set may be animated when
+    ``only_moved``), and none of those bones has a constraint in effect other than the Blender
+    IK constraints the goals replace."""
+    ob = problem.ob
+    curves = action_fcurves(ob)
+    if curves is None or action_fcurves(ob.data) != []:
+        return False
+    bones = ob.data.bones
+    moved = set(problem.moved_bones)
+    relevant = moved | set(problem.connectors)
+    for name in problem.anchors:
+        b = bones[name]
+        while b is not None:
+            relevant.add(b.name)
+            b = b.parent
+    escaped = {bpy.utils.escape_identifier(n): n for n in bones.keys()}
+    for path, _index, _fc in curves:
+        if not path.startswith("pose."):
+            continue  # the object's own channels: object_world_matrices decides
+        m = _POSE_BONE_PATH.match(path)
+        name = escaped.get(m.group(1)) if m else None
+        if name is None:
+            return False  # not a pose bone channel (or an unknown bone): be safe
+        if name in moved and path[m.end():] in _ROTATION_PROPS:
+            continue
+        if name in relevant or not only_moved:
+            return False
+    replaced = set(problem.replaced)
+    for name in relevant:
+        for c in ob.pose.bones[name].constraints:
+            if (name, c.name) in replaced or c.mute or not c.is_valid or c.influence <= 0.0:
+                continue
+            return False
+    return True
+
+
 @dataclass
 class BakeResult:
     frames: np.ndarray             # (F,)
@@ -118,6 +373,7 @@ class BakeResult:
     solve_seconds: float
     write_seconds: float
     warnings: list
+    sampling: str = "frames"       # how targets were sampled: "fcurves" (no frame stepping) or "frames"
 
     @property
     def seconds(self):
@@ -135,11 +391,17 @@ class BakeJob:
     ReadError). ``steps()`` then yields progress in [0, 1] and finally stores ``self.result``;
     ``run()`` does it all at once; ``cancel()`` puts the frame and pose back (nothing else has
     been written before the last step).
+
+    ``sampling``: "auto" samples plain F-curve-animated targets from their F-curves when the
+    armature's pose is static over the range (see ``sample_goals_from_fcurves`` and
+    ``pose_is_static``) and steps the frames otherwise; "frames" always steps the frames.
     """
 
     def __init__(self, context, ob, frame_start: int, frame_end: int, settings: Settings, *,
                  new_action: bool = True, only_moved: bool = True, keep_constraints: bool = False,
-                 chunk: int = 0):
+                 chunk: int = 0, sampling: str = "auto"):
+        if sampling not in ("auto", "frames"):
+            raise ValueError(f"sampling must be 'auto' or 'frames', not {sampling!r}")
         if frame_end < frame_start:
             raise ReadError(f"The frame range is empty ({frame_start}..{frame_end})")
         self.problem = rig_reader.read(ob)
@@ -153,6 +415,7 @@ class BakeJob:
         self.only_moved = only_moved
         self.keep_constraints = keep_constraints
         self.chunk = int(chunk) if chunk and chunk > 0 else len(self.frames)
+        self.sampling = sampling
         self.result: BakeResult | None = None
         self.done = False
         self._saved_frame = (self.scene.frame_current, self.scene.frame_subframe)
@@ -203,6 +466,8 @@ class BakeJob:
 
         # 1. Sample per frame: every goal's target, the evaluated pose of the bones above the
         #    chains (the engine rig's rest), and for "key every bone" the other bones' rotations.
+        #    Plain F-curve-animated targets on a rig whose pose does not change over the range
+        #    are read from their F-curves, and the pose once; otherwise every frame is stepped.
         t0 = time.perf_counter()
         targets = np.zeros((nf, ng, 3))
         orients = np.zeros((nf, ng, 4))
@@ -216,10 +481,18 @@ class BakeJob:
         conn_rot = np.zeros((nf, len(conn), 4))
         start_pose = start_root = None
         compat = {}
-        for k, f in enumerate(frames):
-            scene.frame_set(int(f))
+        fast = None
+        if self.sampling == "auto" and pose_is_static(p, only_moved=self.only_moved):
+            fast = sample_goals_from_fcurves(p, frames, scene)
+        sampled_frames = [frames[0]] if fast is not None else frames
+        for k, f in enumerate(sampled_frames):
+            if fast is None or (scene.frame_current, scene.frame_subframe) != (int(f), 0.0):
+                scene.frame_set(int(f))  # the fast path: only when not at the first frame already
+            else:
+                self.view_layer.update()
             depsgraph = self.view_layer.depsgraph
-            targets[k], orients[k], poles[k] = p.sample_goals(depsgraph)
+            if fast is None:
+                targets[k], orients[k], poles[k] = p.sample_goals(depsgraph)
             pbs = ob.evaluated_get(depsgraph).pose.bones
             rests[k] = p.rest_for(pbs, pbs)
             if k == 0:
@@ -231,8 +504,13 @@ class BakeJob:
                 conn_rot[k, j] = rig_reader.bone_quaternion(pbs[n])
             for j, n in enumerate(others):
                 others_rot[k, j] = rig_reader.bone_quaternion(pbs[n])
-            if (k + 1) % self.chunk == 0:
+            if fast is None and (k + 1) % self.chunk == 0:
                 yield 0.5 * (k + 1) / nf
+        if fast is not None:
+            # The pose does not change over the range: the first frame's holds for all.
+            targets[:], orients[:], poles[:] = fast
+            rests[1:], root_loc[1:], conn_rot[1:], others_rot[1:] = rests[0], root_loc[0], conn_rot[0], others_rot[0]
+            yield 0.5
         if not (np.all(np.isfinite(targets)) and np.all(np.isfinite(poles))):
             raise ReadError("A goal target has a non-finite position in the frame range")
         sample_s = time.perf_counter() - t0
@@ -304,7 +582,8 @@ class BakeJob:
         self.done = True
         write_s = time.perf_counter() - t0
         self.result = BakeResult(frames, list(p.names), rotations, root_t, residuals, iterations, reached, list(keyed),
-                                 action, prev, muted, per_frame, sample_s, solve_s, write_s, list(p.warnings))
+                                 action, prev, muted, per_frame, sample_s, solve_s, write_s, list(p.warnings),
+                                 "fcurves" if fast is not None else "frames")
         yield 1.0
 
 

@@ -312,18 +312,22 @@ def test_metarig_bake(addon, capfd):
             assert (R.world_tail(ob, bone) - R.world_location(t)).length < TOL, (f, bone)
 
 
-def test_chunked_bake_as_the_modal_operator_runs_it_equals_one_call(addon):
+@pytest.mark.parametrize("sampling", ["auto", "frames"])
+def test_chunked_bake_as_the_modal_operator_runs_it_equals_one_call(addon, sampling):
     """The modal operator advances BakeJob.steps() a chunk per timer tick (one solve_sequence
-    call per chunk, each starting from the previous chunk's last pose): same keys as one call."""
+    call per chunk, each starting from the previous chunk's last pose): same keys as one call.
+    Frame stepping is chunked too; F-curve sampling (the plain target here) is one tick."""
     scene = bpy.context.scene
     ob, t = _chain_with_target()
     one = addon.pipeline.BakeJob(bpy.context, ob, 1, 40, addon.pipeline.Settings()).run()
     ob.animation_data_clear()
     for pb in ob.pose.bones:
         pb.rotation_quaternion = (1, 0, 0, 0)
-    job = addon.pipeline.BakeJob(bpy.context, ob, 1, 40, addon.pipeline.Settings(), chunk=7)
+    job = addon.pipeline.BakeJob(bpy.context, ob, 1, 40, addon.pipeline.Settings(), chunk=7, sampling=sampling)
     ticks = list(job.steps())
-    assert len(ticks) > 10 and ticks == sorted(ticks) and ticks[-1] == 1.0
+    assert job.result.sampling == ("fcurves" if sampling == "auto" else "frames")
+    # sampling: 1 tick from F-curves, 5 (40 frames / 7) stepping frames; solving 6; writing 1
+    assert len(ticks) == (8 if sampling == "auto" else 12) and ticks == sorted(ticks) and ticks[-1] == 1.0
     # (a chunk's start pose is renormalised by the engine: round-off, far below the tolerance)
     np.testing.assert_allclose(job.result.rotations, one.rotations, atol=1e-7)
     scene.frame_set(29)
