@@ -82,6 +82,22 @@ def install_addon():
     # The operator says FINISHED even when the install failed: check.
     if addon_utils.check(MODULE) != (True, True):
         sys.exit(f"bench: {zip_path.name} did not install")
+    # The add-on must run the engine wheel it bundles, not a `sinew` installed in the venv (which
+    # would come first on sys.path): as tests/blender/sinew_addon_env.py does.
+    ures = os.environ["BLENDER_USER_RESOURCES"]
+    wheels = [w for w in os.listdir(os.path.join(ures, "extensions", "user_default", "sinew", "wheels"))
+              if w.startswith("sinew-")]
+    site = os.path.join(ures, "extensions", ".local", "lib",
+                        f"python{sys.version_info[0]}.{sys.version_info[1]}", "site-packages")
+    if "sinew" in sys.modules:
+        sys.exit("bench: a sinew module was imported before the bundled one could be")
+    if site in sys.path:
+        sys.path.remove(site)
+    sys.path.insert(0, site)
+    import sinew
+
+    if not sinew.__file__.startswith(ures) or len(wheels) != 1 or sinew.__version__ != wheels[0].split("-")[1]:
+        sys.exit(f"bench: sinew {sinew.__version__} from {sinew.__file__} is not the bundled wheel {wheels}")
     addon_utils.enable("rigify", default_set=True)
     return zip_path
 
