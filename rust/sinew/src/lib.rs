@@ -49,7 +49,7 @@ pub use goal::{Goal, Pole};
 pub use limits::{ConeLimit, HingeLimit, JointLimit, Swing, TwistLimit};
 pub use pose::{Frames, Pose};
 pub use problem::{Problem, RootMode, Topology};
-pub use rig::{Bone, BoneRef, Rig};
+pub use rig::{Bone, BoneRef, CONNECTED_TOLERANCE, Rig};
 pub use solver::{Fabrik, FrameTargets, Method, SolveSettings, Solution, Solver, StopReason, solve_sequence};
 
 /// The crate version (`CARGO_PKG_VERSION`).

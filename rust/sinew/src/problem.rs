@@ -123,10 +123,7 @@ impl Topology {
                 let mut tail = Vec::new();
                 for (k, &b) in chain.iter().enumerate() {
                     let lone = matches!(t.lone_goal[b], Some((only, _)) if only == gi);
-                    let connected = k == 0 || {
-                        let below = rig.bone(chain[k - 1]);
-                        (below.rest_head - DVec3::new(0.0, rig.bone(b).length, 0.0)).length() <= 1e-9 * rig.bone(b).length.max(1.0)
-                    };
+                    let connected = k == 0 || rig.is_connected(chain[k - 1]);
                     // Moving the bone must not carry another goal's bones along.
                     let carries_other = rig.children(b).iter().any(|&ch| is_active[ch] && (k == 0 || ch != chain[k - 1]));
                     if !lone || !connected || carries_other || !rig.bone(b).limit.is_free() {
@@ -325,11 +322,8 @@ fn serial_chain(rig: &Rig, goals: &[Goal], topology: &Topology, root: RootMode) 
         if !bone.limit.is_free() {
             return None;
         }
-        if k + 1 < moved.len() {
-            let parent_len = rig.bone(moved[k + 1]).length;
-            if (bone.rest_head - DVec3::new(0.0, parent_len, 0.0)).length() > 1e-9 * parent_len.max(1.0) {
-                return None;
-            }
+        if k + 1 < moved.len() && !rig.is_connected(b) {
+            return None;
         }
     }
     Some(moved.iter().rev().copied().collect())

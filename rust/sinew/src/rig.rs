@@ -31,6 +31,17 @@ pub struct Bone {
     pub limit: JointLimit,
 }
 
+/// How far a child's head may sit from its parent's tail and still count as connected, as a
+/// fraction of the rig's extent (the largest distance of a rest head or tail from the rig's
+/// origin).
+///
+/// Rest data from a DCC is single precision: Blender stores heads and tails as `f32`, so the
+/// connected bones of a real rig sit 1e-8 to 1e-7 of its extent apart (about 0.2 µm on a 2 m
+/// metarig), while a real offset (a clavicle on a chest, a thigh on a pelvis) is orders of
+/// magnitude larger. Solvers join connected bones exactly (a serial chain's joint positions);
+/// the residuals they report come from forward kinematics, so the round-off is never hidden.
+pub const CONNECTED_TOLERANCE: f64 = 1e-6;
+
 /// A skeleton: bones in parent-before-child order.
 ///
 /// Bone 0 is the rig's root: its translation is the one a [`Pose`] carries. Other parentless
@@ -41,6 +52,8 @@ pub struct Rig {
     children: Vec<Vec<usize>>,
     by_name: HashMap<String, usize>,
     rest_frames: Frames,
+    /// [`CONNECTED_TOLERANCE`] times the rig's extent.
+    connect_distance: f64,
 }
 
 /// Something that names a bone: its index or its name.
@@ -112,8 +125,11 @@ impl Rig {
             b.limit = b.limit.validated(&b.name)?;
             checked.push(b);
         }
-        let mut rig = Self { bones: checked, children, by_name, rest_frames: Frames::default() };
+        let mut rig = Self { bones: checked, children, by_name, rest_frames: Frames::default(), connect_distance: 0.0 };
         rig.rest_frames = rig.forward(&Pose::rest(rig.len()));
+        let extent = rig.rest_frames.heads.iter().chain(&rig.rest_frames.tails).fold(0.0f64, |m, p| m.max(p.length()));
+        let longest = rig.bones.iter().fold(0.0f64, |m, b| m.max(b.length));
+        rig.connect_distance = CONNECTED_TOLERANCE * extent.max(longest);
         Ok(rig)
     }
 
@@ -187,6 +203,14 @@ impl Rig {
     #[must_use]
     pub fn find(&self, name: &str) -> Option<usize> {
         self.by_name.get(name).copied()
+    }
+
+    /// Whether bone `i`'s head sits on its parent's tail, within [`CONNECTED_TOLERANCE`] of the
+    /// rig's extent (false for a root).
+    #[must_use]
+    pub fn is_connected(&self, i: usize) -> bool {
+        let b = &self.bones[i];
+        b.parent.is_some_and(|p| (b.rest_head - DVec3::new(0.0, self.bones[p].length, 0.0)).length() <= self.connect_distance)
     }
 
     /// The children of bone `i`, in index order.

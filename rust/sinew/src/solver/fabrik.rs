@@ -152,7 +152,13 @@ impl Solver for Fabrik {
             .map(|g| (self.frames.effector(g.bone, g.use_tail) - g.target).length())
             .collect();
         let reached = residuals.iter().all(|&r| r <= settings.tolerance);
-        let stop = if reached { StopReason::Converged } else { stop };
+        // Joint positions met the targets but the pose misses them by the round-off of bones
+        // counted as connected (`Rig::is_connected`): stalled, not converged.
+        let stop = match stop {
+            _ if reached => StopReason::Converged,
+            StopReason::Converged => StopReason::Stalled,
+            other => other,
+        };
         Ok(Solution { pose, iterations, residuals, reached, stop })
     }
 }
