@@ -37,7 +37,10 @@ class _SolverProps:
         default=False)
 
     def settings(self):
-        return pipeline.Settings(self.max_iterations, self.tolerance, self.root_mode.lower())
+        # Blender keeps float properties in single precision: pass the value the user typed
+        # (1e-4, not 9.99999974737875e-05), which is also what Export IK Problem writes.
+        tolerance = float(f"{self.tolerance:.7g}")
+        return pipeline.Settings(self.max_iterations, tolerance, self.root_mode.lower())
 
 
 class SINEW_OT_solve(_SolverProps, bpy.types.Operator):
