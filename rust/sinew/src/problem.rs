@@ -124,9 +124,9 @@ impl Topology {
                 for (k, &b) in chain.iter().enumerate() {
                     let lone = matches!(t.lone_goal[b], Some((only, _)) if only == gi);
                     let connected = k == 0 || rig.is_connected(chain[k - 1]);
-                    // Moving the bone must not carry another goal's bones along.
-                    let carries_other = rig.children(b).iter().any(|&ch| is_active[ch] && (k == 0 || ch != chain[k - 1]));
-                    if !lone || !connected || carries_other || !rig.bone(b).limit.is_free() {
+                    // Other goals' chains may hang from the bone (an arm from the chest under a
+                    // head goal): the finish carries them along (`Fabrik::finish_free_tails`).
+                    if !lone || !connected || !rig.bone(b).limit.is_free() {
                         break;
                     }
                     tail.push(b);

@@ -81,3 +81,29 @@ fn the_blender_metarig_frame_converges_in_a_few_iterations() {
     // The head's own bones join within single-precision round-off of the rest data.
     assert!(sol.residuals[0] < 1e-6, "{:?}", sol.residuals);
 }
+
+/// The same frame with the head's target out of reach: the head chain straightens toward it
+/// (Alg. 1's unreachable case) while the arms hanging from its chest still reach theirs. Plain
+/// FABRIK crawls toward straight and ran to the iteration cap on such frames.
+#[test]
+fn an_unreachable_head_straightens_and_the_arms_it_carries_still_reach() {
+    let lp = load("blender_metarig_walk_f5.json");
+    let mut problem = lp.problem.clone();
+    let rig = problem.rig().clone();
+    let chain: Vec<usize> = ["spine.003", "spine.004", "spine.005", "spine.006"].iter().map(|n| rig.find(n).unwrap()).collect();
+    let top = rig.forward(&lp.pose).heads[chain[0]];
+    // Just out of reach (2.75 mm, as on the benchmark's frames), where FABRIK crawls.
+    let reach: f64 = chain.iter().map(|&b| rig.bone(b).length).sum();
+    let target = top + DVec3::new(0.05, -0.2, 0.6).normalize() * (reach + 0.00275);
+    problem.set_target(0, target).unwrap();
+    let mut solver = Fabrik::new(lp.settings);
+    let sol = solver.solve(&problem, &lp.pose).unwrap();
+    assert!(sol.iterations <= 12, "{} iterations ({:?})", sol.iterations, sol.stop);
+    let f = rig.forward(&sol.pose);
+    let dir = (target - top).normalize();
+    for &b in &chain {
+        let bone_dir = (f.tails[b] - f.heads[b]).normalize();
+        assert!(bone_dir.dot(dir) > 1.0 - 1e-9, "{} is not straight toward the target", rig.bone(b).name);
+    }
+    assert!(sol.residuals[1..].iter().all(|&r| r <= lp.settings.tolerance), "{:?}", sol.residuals);
+}

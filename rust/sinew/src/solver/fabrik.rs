@@ -75,6 +75,9 @@ pub struct Fabrik {
     effectors: Vec<DVec3>,
     joints: Vec<DVec3>,
     pulls: Vec<Pull>,
+    /// Per bone: whether its frame changed in the current finishing step (see
+    /// [`Fabrik::refresh_below`]).
+    changed: Vec<bool>,
 }
 
 impl Fabrik {
@@ -225,6 +228,23 @@ impl Fabrik {
         (iterations, stop)
     }
 
+    /// Forward kinematics, from their local rotations, for every bone below one marked in
+    /// `self.changed` (and not marked itself): what a finished tail carries follows it.
+    fn refresh_below(&mut self, rig: &Rig) {
+        for (i, b) in rig.bones().iter().enumerate() {
+            let Some(p) = b.parent else { continue };
+            if self.changed[i] || !self.changed[p] {
+                continue;
+            }
+            self.changed[i] = true;
+            let pr = self.frames.rotations[p];
+            let rot = (pr * b.rest_rotation * self.locals[i]).normalize();
+            self.frames.rotations[i] = rot;
+            self.frames.heads[i] = self.frames.heads[p] + pr * b.rest_head;
+            self.frames.tails[i] = self.frames.heads[i] + rot * DVec3::new(0.0, b.length, 0.0);
+        }
+    }
+
     /// Forward kinematics for every bone not active, keeping its local rotation.
     fn refresh_inactive(&mut self, rig: &Rig, is_active: &[bool]) {
         for (i, b) in rig.bones().iter().enumerate() {
@@ -330,10 +350,14 @@ impl Fabrik {
             self.forward_stage(problem);
             self.backward_stage(problem, root_head);
             self.finish_free_tails(problem, &finish_below);
+            // Stalled when no goal still short of its target moves: goals already within
+            // tolerance may keep creeping closer, but that is no reason to go on.
             let mut moved = 0.0f64;
             for (g, e) in goals.iter().zip(self.effectors.iter_mut()) {
                 let now = self.frames.effector(g.bone, g.use_tail);
-                moved = moved.max((now - *e).length());
+                if (now - g.target).length() > tol {
+                    moved = moved.max((now - *e).length());
+                }
                 *e = now;
             }
             if moved <= s.stall_tolerance {
@@ -357,11 +381,16 @@ impl Fabrik {
     }
 
     /// Closes the last gap of each goal whose own bones end in a free serial chain, in closed
-    /// form ([`finish_exactly`]), once FABRIK has brought it within `finish_below[g]`.
+    /// form ([`finish_exactly`]), once FABRIK has brought it within `finish_below[g]` or the chain
+    /// is nearly stretched. A target beyond the tail's reach straightens the tail toward it, as
+    /// Alg. 1's unreachable case does (FABRIK would only crawl there). Bones the tail carries
+    /// (other goals' chains hanging from it) follow by forward kinematics.
     fn finish_free_tails(&mut self, problem: &Problem, finish_below: &[f64]) {
         let rig = problem.rig();
         let topo = problem.topology();
         let mut changed = false;
+        self.changed.clear();
+        self.changed.resize(rig.len(), false);
         for (gi, g) in problem.goals().iter().enumerate() {
             let Some(tail) = topo.free_tails[gi].as_deref() else { continue };
             if g.orientation.is_some() || g.pole.is_some() {
@@ -376,17 +405,25 @@ impl Fabrik {
             self.joints.clear();
             self.joints.push(top);
             self.joints.extend(tail.iter().map(|&b| self.frames.tails[b]));
-            if finish_exactly(&mut self.joints, &|k| rig.bone(tail[k]).length, g.target) {
-                aim_chain(rig, tail, &self.joints, &mut self.frames);
-                for &b in tail {
-                    let parent = rig.bone(b).parent.map_or(DQuat::IDENTITY, |p| self.frames.rotations[p]);
-                    self.locals[b] = rig.local_from_world(b, parent, self.frames.rotations[b]);
+            let lengths = |k: usize| rig.bone(tail[k]).length;
+            if !finish_exactly(&mut self.joints, &lengths, g.target) {
+                let Some(dir) = (g.target - top).try_normalize().filter(|_| (g.target - top).length() >= reach) else {
+                    continue;
+                };
+                for k in 0..tail.len() {
+                    self.joints[k + 1] = self.joints[k] + dir * lengths(k);
                 }
-                changed = true;
             }
+            aim_chain(rig, tail, &self.joints, &mut self.frames);
+            for &b in tail {
+                let parent = rig.bone(b).parent.map_or(DQuat::IDENTITY, |p| self.frames.rotations[p]);
+                self.locals[b] = rig.local_from_world(b, parent, self.frames.rotations[b]);
+                self.changed[b] = true;
+            }
+            changed = true;
         }
         if changed {
-            self.refresh_inactive(rig, &topo.is_active);
+            self.refresh_below(rig);
         }
     }
 
