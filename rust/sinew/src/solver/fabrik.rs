@@ -383,8 +383,10 @@ impl Fabrik {
     /// Closes the last gap of each goal whose own bones end in a free serial chain, in closed
     /// form ([`finish_exactly`]), once FABRIK has brought it within `finish_below[g]` or the chain
     /// is nearly stretched. A target beyond the tail's reach straightens the tail toward it, as
-    /// Alg. 1's unreachable case does (FABRIK would only crawl there). Bones the tail carries
-    /// (other goals' chains hanging from it) follow by forward kinematics.
+    /// Alg. 1's unreachable case does (FABRIK would only crawl there). With an orientation goal
+    /// the effector takes the goal's frame and the bones above it finish onto the head that frame
+    /// needs. Bones the tail carries (other goals' chains hanging from it) follow by forward
+    /// kinematics.
     fn finish_free_tails(&mut self, problem: &Problem, finish_below: &[f64]) {
         let rig = problem.rig();
         let topo = problem.topology();
@@ -393,28 +395,43 @@ impl Fabrik {
         self.changed.resize(rig.len(), false);
         for (gi, g) in problem.goals().iter().enumerate() {
             let Some(tail) = topo.free_tails[gi].as_deref() else { continue };
-            if g.orientation.is_some() || g.pole.is_some() {
+            if g.pole.is_some() {
+                continue;
+            }
+            // An orientation goal fixes the effector's frame, so its head has one place to be:
+            // the bones above it finish onto that point.
+            let (moving, aim_at) = match g.orientation {
+                Some(q) => (&tail[..tail.len() - 1], g.target - q * DVec3::new(0.0, rig.bone(g.bone).length, 0.0)),
+                None => (tail, g.target),
+            };
+            if moving.len() < 2 {
                 continue;
             }
             let gap = (self.frames.tails[g.bone] - g.target).length();
-            let top = self.frames.heads[tail[0]];
-            let reach: f64 = tail.iter().map(|&b| rig.bone(b).length).sum();
-            if gap > finish_below[gi] && !nearly_stretched(top, g.target, reach) {
+            let top = self.frames.heads[moving[0]];
+            let reach: f64 = moving.iter().map(|&b| rig.bone(b).length).sum();
+            if gap > finish_below[gi] && !nearly_stretched(top, aim_at, reach) {
                 continue;
             }
             self.joints.clear();
             self.joints.push(top);
-            self.joints.extend(tail.iter().map(|&b| self.frames.tails[b]));
-            let lengths = |k: usize| rig.bone(tail[k]).length;
-            if !finish_exactly(&mut self.joints, &lengths, g.target) {
-                let Some(dir) = (g.target - top).try_normalize().filter(|_| (g.target - top).length() >= reach) else {
+            self.joints.extend(moving.iter().map(|&b| self.frames.tails[b]));
+            let lengths = |k: usize| rig.bone(moving[k]).length;
+            if !finish_exactly(&mut self.joints, &lengths, aim_at) {
+                let Some(dir) = (aim_at - top).try_normalize().filter(|_| (aim_at - top).length() >= reach) else {
                     continue;
                 };
-                for k in 0..tail.len() {
+                for k in 0..moving.len() {
                     self.joints[k + 1] = self.joints[k] + dir * lengths(k);
                 }
             }
-            aim_chain(rig, tail, &self.joints, &mut self.frames);
+            aim_chain(rig, moving, &self.joints, &mut self.frames);
+            if let Some(q) = g.orientation {
+                let head = self.joints[moving.len()];
+                self.frames.rotations[g.bone] = q;
+                self.frames.heads[g.bone] = head;
+                self.frames.tails[g.bone] = head + q * DVec3::new(0.0, rig.bone(g.bone).length, 0.0);
+            }
             for &b in tail {
                 let parent = rig.bone(b).parent.map_or(DQuat::IDENTITY, |p| self.frames.rotations[p]);
                 self.locals[b] = rig.local_from_world(b, parent, self.frames.rotations[b]);
