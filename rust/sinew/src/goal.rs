@@ -2,17 +2,42 @@
 
 use glam::{DQuat, DVec3};
 
-/// A pole target: the chain's bend plane turns to contain it (as Blender's IK pole).
+/// A pole target: it sets the chain's swivel (where the knee or elbow points), exactly as
+/// Blender's IK pole (`pole_target`, `pole_angle`) does.
 ///
-/// The chain turns about its axis (the first bone's head to the goal's target) until the first
-/// bone's `X·cos(angle) + Z·sin(angle)` points at the pole: with `angle = 0` its local +X does,
-/// exactly Blender's convention (`pole_angle`). Unlike Blender's own solvers, Sinew keeps each chain's pole when a tree has
-/// several goals.
+/// The contract, that of Blender's `IK_QJacobianSolver::ConstrainPoleVector`
+/// (`intern/iksolver`), which Blender runs once, before its iterations:
+/// - Let `top` be the chain's top bone (the last of the goal's `chain_length` bones), `h` its head,
+///   `e` the effector point, and `up = X·cos(angle) + Z·sin(angle)` with `X`, `Z` the top bone's
+///   local axes, all measured on the pose the solve **starts** from.
+/// - Before solving, the chain turns rigidly about `h` by the rotation that takes the frame of
+///   (`e - h`, `up`) to the frame of (`target - h`, `pole - h`), each frame being
+///   (`d × u` normalized, `(d × u) × d`, `-d`) for a direction `d` and an up vector `u`. So the
+///   effector lands on the line from `h` to the target, and the plane through that line and
+///   `up` contains the pole, `up` on the pole's side (with `angle = 0`, the top's local +X faces
+///   the pole).
+/// - The chain is then solved from there. An unlimited chain only bends in its own plane, so its
+///   knee keeps the swivel the turn gave it: the knee is where Blender's IK puts it. `up` is not
+///   re-aimed afterwards: as the chain bends, it drifts off the pole by a few degrees unless
+///   `angle` is 0 or ±90° for a chain bending about the top's X (Blender's does the same).
+/// - Joint limits hold: the turn is applied only as far as the top bone's limit allows (Blender
+///   applies it whole, through the chain's root matrix, even past a limit), and not at all to a
+///   locked top.
+/// - A goal already reached by the start pose is left as it is (Blender would still swivel it):
+///   solving again from a solution changes nothing.
+/// - A chain lying straight on that line, which Blender's IK cannot bend (it stays straight,
+///   short of the target), is bent toward the pole, in the pole's plane.
+/// - In a sequence ([`crate::solve_sequence`]) the chain starts every frame from the sequence's
+///   start pose, as Blender's IK starts every frame from the pose before IK.
+///
+/// Blender drops poles when several goals share a tree. Sinew keeps them there, differently: a
+/// chain some other goal also moves is turned at every iteration about the line from its top's
+/// head to its target, so that `up` points at the pole seen along that line.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Pole {
     /// The pole position (rig space).
     pub target: DVec3,
-    /// Extra rotation about the chain axis, radians.
+    /// Blender's `pole_angle`, radians: the top bone's `X·cos(angle) + Z·sin(angle)` faces the pole.
     pub angle: f64,
 }
 

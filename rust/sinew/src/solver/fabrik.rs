@@ -23,6 +23,7 @@ use glam::{DMat3, DQuat, DVec3};
 
 use super::{Solution, SolveSettings, Solver, StopReason};
 use crate::error::Result;
+use crate::goal::Pole;
 use crate::geometry::{EPS_LEN, Pull, angle_between, fit_rigid, fit_rotation, shortest_arc};
 use crate::pose::{Frames, Pose};
 use crate::limits::Swing;
@@ -126,6 +127,7 @@ impl Solver for Fabrik {
         let (iterations, stop) = if let Some(chain) = serial {
             self.solve_serial(rig, chain, &topo.is_active, goals[0].target, &settings)
         } else {
+            self.apply_poles(problem, settings.tolerance);
             self.nudge_straight_joints(problem, settings.tolerance);
             self.solve_tree(problem, &settings)
         };
@@ -346,7 +348,7 @@ impl Fabrik {
                 break;
             }
             it += 1;
-            self.apply_poles(problem);
+            self.keep_tree_poles(problem);
             self.forward_stage(problem);
             self.backward_stage(problem, root_head);
             self.finish_free_tails(problem, &finish_below);
@@ -444,17 +446,127 @@ impl Fabrik {
         }
     }
 
-    /// Turns each poled chain about its axis (chain top's head → target) so that the top bone's
-    /// `X·cos a + Z·sin a` (a = pole angle) points at the pole, as Blender's IK does.
-    fn apply_poles(&mut self, problem: &Problem) {
+    /// Blender's pole, for each poled goal whose bones no other goal moves (Blender's IK drops
+    /// poles when a tree has several goals; those chains are kept by [`Self::keep_tree_poles`]).
+    ///
+    /// Exactly Blender's `IK_QJacobianSolver::ConstrainPoleVector`, which Blender runs once,
+    /// before its iterations, on the pose it starts from: the chain turns rigidly about its top
+    /// bone's head by the rotation taking the frame (`dir` = top head → effector, `up` = the top
+    /// bone's `X·cos a + Z·sin a`) to the frame (top head → target, top head → pole); so the
+    /// effector lands on the line to the target and the plane of `dir` and `up` contains the pole,
+    /// `up` on the pole's side. The solve then runs from there: an unlimited chain only bends in
+    /// its plane, so its knee stays on the swivel this turn gave it. Blender applies the turn
+    /// outside the top bone's limits; Sinew takes the largest part of it that keeps the top bone
+    /// within its limit (none for a locked top).
+    ///
+    /// A chain that is straight along that line cannot bend under FABRIK (nor under Blender's
+    /// Jacobian, which leaves it straight and short of the target): each of its straight joints
+    /// without a preferred bend of its own ([`Self::nudge_straight_joints`] does those) is
+    /// pre-bent toward the pole, in the pole's plane.
+    fn apply_poles(&mut self, problem: &Problem, tolerance: f64) {
+        let topo = problem.topology();
         for (gi, g) in problem.goals().iter().enumerate() {
             let Some(pole) = g.pole else { continue };
+            if !lone_chain(problem, gi) {
+                continue;
+            }
+            let Some(&top) = topo.moved[gi].last() else { continue };
+            // A goal reached at the start keeps its pose: solving again from a solution changes
+            // nothing (Blender's IK would still swivel the chain).
+            let reached = (self.frames.effector(g.bone, g.use_tail) - g.target).length() <= tolerance;
+            if reached {
+                continue;
+            }
+            if !problem.rig().bone(top).limit.locked {
+                self.turn_toward_pole(problem, gi, top, pole);
+            }
+            self.bend_straight_chain_toward_pole(problem, gi, pole.target, tolerance);
+        }
+    }
+
+    /// See [`Self::apply_poles`]: Blender's turn of goal `gi`'s chain about its `top` bone's
+    /// head, or the largest part of it within the top bone's limit.
+    fn turn_toward_pole(&mut self, problem: &Problem, gi: usize, top: usize, pole: Pole) {
+        let rig = problem.rig();
+        let g = &problem.goals()[gi];
+        let bone = rig.bone(top);
+        let head = self.frames.heads[top];
+        let (sin, cos) = pole.angle.sin_cos();
+        let up = self.frames.rotations[top] * DVec3::new(cos, 0.0, sin);
+        let end = self.frames.effector(g.bone, g.use_tail);
+        let Some(turn) = pole_turn(end - head, up, g.target - head, pole.target - head) else { return };
+        let parent = bone.parent.map_or(DQuat::IDENTITY, |p| self.frames.rotations[p]);
+        let world = self.frames.rotations[top];
+        let local = |t: f64| rig.local_from_world(top, parent, (DQuat::IDENTITY.slerp(turn, t) * world).normalize());
+        // The largest part of the turn within the top bone's limit (never worse than the
+        // start, should the start itself be outside).
+        let allowed = bone.limit.violation(self.locals[top]) + 1e-9;
+        let fits = |t: f64| bone.limit.violation(local(t)) <= allowed;
+        let t = if fits(1.0) {
+            1.0
+        } else {
+            let (mut lo, mut hi) = (0.0, 1.0);
+            for _ in 0..40 {
+                let mid = 0.5 * (lo + hi);
+                if fits(mid) { lo = mid } else { hi = mid }
+            }
+            lo
+        };
+        if t > 0.0 {
+            self.locals[top] = local(t);
+            self.refresh_frames(rig);
+        }
+    }
+
+    /// See [`Self::apply_poles`]: pre-bends goal `gi`'s chain toward `pole` when the whole chain
+    /// lies on one line. Each straight joint turns [`BEND_NUDGE`] toward the pole's side and its
+    /// parent half that back, as [`Self::nudge_straight_joints`] does for a preferred bend.
+    fn bend_straight_chain_toward_pole(&mut self, problem: &Problem, gi: usize, pole: DVec3, tolerance: f64) {
+        let rig = problem.rig();
+        let chain = &problem.topology().moved[gi];
+        let Some(&top) = chain.last() else { return };
+        let head = self.frames.heads[top];
+        let Some(line) = (self.frames.tails[chain[0]] - head).try_normalize() else { return };
+        let straight = chain.iter().all(|&b| (self.frames.rotations[b] * DVec3::Y).angle_between(line) < 1e-3);
+        let Some(side) = (pole - head).reject_from_normalized(line).try_normalize() else { return };
+        if !straight {
+            return;
+        }
+        // Turning the parent by -δ/2 about side × line moves the joint toward `side`.
+        let world_axis = side.cross(line);
+        for &b in chain.iter().rev() {
+            let bone = rig.bone(b);
+            let Some(p) = bone.parent else { continue };
+            if !chain.contains(&p) || bone.limit.locked || bone.limit.preferred_bend().is_some() || !self.must_bend(problem, b, tolerance) {
+                continue;
+            }
+            let base = self.frames.rotations[p] * bone.rest_rotation;
+            let axis = base.conjugate() * world_axis;
+            self.locals[b] = bone.limit.clamp(DQuat::from_axis_angle(axis, BEND_NUDGE) * self.locals[b]);
+            if !rig.bone(p).limit.locked {
+                let turned = DQuat::from_axis_angle(world_axis, -0.5 * BEND_NUDGE) * self.frames.rotations[p];
+                let grand = rig.bone(p).parent.map_or(DQuat::IDENTITY, |g| self.frames.rotations[g]);
+                self.locals[p] = rig.bone(p).limit.clamp(rig.local_from_world(p, grand, turned));
+            }
+            self.refresh_frames(rig);
+        }
+    }
+
+    /// Poles of goals that share bones with other goals (a tree, where Blender's IK ignores
+    /// poles), kept at every iteration: each such chain turns about its axis (chain top's head
+    /// → target) so that the top bone's `X·cos a + Z·sin a` (a = pole angle) points at the pole,
+    /// seen along that axis.
+    fn keep_tree_poles(&mut self, problem: &Problem) {
+        for (gi, g) in problem.goals().iter().enumerate() {
+            let Some(pole) = g.pole else { continue };
+            if lone_chain(problem, gi) {
+                continue;
+            }
             let chain = &problem.topology().moved[gi];
             let top = *chain.last().unwrap_or(&g.bone);
             let a = self.frames.heads[top];
             let Some(axis) = (g.target - a).try_normalize() else { continue };
             let flat = |v: DVec3| (v - axis * v.dot(axis)).try_normalize();
-            // Blender's ConstrainPoleVector: the top bone's X·cos a + Z·sin a aims at the pole.
             let (sin, cos) = pole.angle.sin_cos();
             let side = self.frames.rotations[top] * (DVec3::X * cos + DVec3::Z * sin);
             let (Some(cur), Some(want)) = (flat(side), flat(pole.target - a)) else { continue };
@@ -884,6 +996,39 @@ impl Fabrik {
                 + if own.locked { 0.0 } else { own.excess(base.conjugate() * r) }
         })
     }
+}
+
+/// Whether goal `gi`'s bones are moved by no other goal (its chain is a tree of its own, where
+/// Blender's IK keeps a pole).
+fn lone_chain(problem: &Problem, gi: usize) -> bool {
+    let topo = problem.topology();
+    topo.moved[gi].iter().all(|&b| matches!(topo.lone_goal[b], Some((only, _)) if only == gi))
+}
+
+/// The bones of every chain whose pole is Blender's (see [`lone_chain`]), ascending: a sequence
+/// starts them from its start pose at every frame ([`crate::solve_sequence`]).
+pub(crate) fn pole_restart_bones(problem: &Problem) -> Vec<usize> {
+    let mut bones: Vec<usize> = (0..problem.goals().len())
+        .filter(|&gi| problem.goals()[gi].pole.is_some() && lone_chain(problem, gi))
+        .flat_map(|gi| problem.topology().moved[gi].iter().copied())
+        .collect();
+    bones.sort_unstable();
+    bones.dedup();
+    bones
+}
+
+/// Blender's pole turn (`IK_QJacobianSolver::ConstrainPoleVector`), all vectors from the chain
+/// top's head: the rotation taking the look-at frame of (`end`, `up`) to that of (`goal`,
+/// `pole`), each frame being (normalized `d × u`, that × `d`, `-d`) for direction `d` and up
+/// `u`. `None` when a frame is degenerate (a zero vector, or `up` along the direction).
+fn pole_turn(end: DVec3, up: DVec3, goal: DVec3, pole: DVec3) -> Option<DQuat> {
+    let frame = |d: DVec3, u: DVec3| -> Option<DMat3> {
+        let d = d.try_normalize()?;
+        let x = d.cross(u.try_normalize()?).try_normalize()?;
+        Some(DMat3::from_cols(x, x.cross(d), -d))
+    };
+    let (from, to) = (frame(end, up)?, frame(goal, pole)?);
+    Some(DQuat::from_mat3(&(to * from.transpose())).normalize())
 }
 
 /// The FABRIK line step for a body pulled by one point: the point `local` goes to `target` and

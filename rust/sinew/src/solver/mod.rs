@@ -185,7 +185,11 @@ pub struct FrameTargets<'a> {
 /// Solves a whole range of frames, each warm-started from the previous frame's solution
 /// (the tracking case of §4.2), and calls `sink(frame, &solution)` for each.
 ///
-/// Frame 0 starts from `start`. Inputs are validated before any solve. Because every solver keeps
+/// Frame 0 starts from `start`. The bones of a chain with a pole that Blender's IK would keep
+/// (no other goal moves them) start every frame from `start` instead, as Blender's IK starts
+/// every frame from the pose before IK: the pole's turn is measured on the start pose (see
+/// [`crate::Pole`]), so their pose at a frame does not depend on the frames before, and matches
+/// Blender's for the same frame. Inputs are validated before any solve. Because every solver keeps
 /// each bone's quaternion in the hemisphere of the pose it started from, the sequence is
 /// sign-continuous frame to frame (and with `start`).
 ///
@@ -232,6 +236,12 @@ pub fn solve_sequence(
         }
     }
     let mut pose = problem.checked_pose(start)?;
+    // Chains with a pole Blender keeps (no other goal moves their bones) start every frame from
+    // `start`, as Blender's IK starts every evaluation from the pose before IK: the pole turn is
+    // measured on that pose, so a frame's knee does not depend on the frame before.
+    let restart = fabrik::pole_restart_bones(&problem);
+    let first = pose.clone();
+    let mut previous = vec![DQuat::IDENTITY; restart.len()];
     for f in 0..frames {
         for gi in 0..g {
             let k = f * g + gi;
@@ -247,7 +257,20 @@ pub fn solve_sequence(
                 }
             }
         }
-        let sol = solver.solve(&problem, &pose)?;
+        for (k, &b) in restart.iter().enumerate() {
+            previous[k] = pose.rotations[b];
+            pose.rotations[b] = first.rotations[b];
+            if b == 0 {
+                pose.root_translation = first.root_translation;
+            }
+        }
+        let mut sol = solver.solve(&problem, &pose)?;
+        // Those bones stay sign-continuous with the frame before, not with `start`.
+        for (k, &b) in restart.iter().enumerate() {
+            if sol.pose.rotations[b].dot(previous[k]) < 0.0 {
+                sol.pose.rotations[b] = -sol.pose.rotations[b];
+            }
+        }
         sink(f, &sol);
         pose = sol.pose;
     }
