@@ -276,20 +276,16 @@ fn track_humanoid(name: &str) {
     assert!(max_turn < 0.3, "{name}: a bone turned {max_turn} rad in one frame");
 }
 
-/// The unconstrained humanoid over the benchmark's 1000 frames of the same motion: every frame
-/// is reached, but 13 frames turn some bone more than 0.1 rad (153–160: the left arm swivels
-/// about its shoulder-wrist line; 637–639, 653–654) and frame 653 turns one 0.473 rad in 3
-/// iterations, while the motion itself never turns a bone more than 0.033 rad per frame. The
-/// swivel of a limb is free of the goals and drifts frame to frame.
-#[test]
-#[ignore = "core bug: warm-started tracking pops (0.473 rad in one frame at 653; motion ≤ 0.033 rad/frame)"]
-fn humanoid13_tracks_1000_frames_without_pops() {
+/// The largest turn of any bone between consecutive frames of the unconstrained humanoid tracking
+/// the benchmark's 1000 frames (every frame warm-started from the one before).
+fn humanoid13_largest_turn() -> (f64, Vec<(usize, f64)>) {
     let lp = load("paper_humanoid13.json");
     let tracks = common::humanoid_tracks(1000, 60.0, 7);
     let mut p = lp.problem.clone();
     let mut solver = Fabrik::new(lp.settings);
     let mut pose = lp.pose.clone();
     let mut pops = Vec::new();
+    let mut largest = 0.0f64;
     for (frame, targets) in tracks.iter().enumerate() {
         for (gi, t) in targets.iter().enumerate() {
             p.set_target(gi, *t).unwrap();
@@ -297,11 +293,37 @@ fn humanoid13_tracks_1000_frames_without_pops() {
         let sol = solver.solve(&p, &pose).unwrap();
         assert!(sol.reached, "frame {frame}: {:?}", sol.residuals);
         let turn = sol.pose.max_angle_to(&pose);
-        if frame > 0 && turn > 0.1 {
-            pops.push((frame, turn));
+        if frame > 0 {
+            largest = largest.max(turn);
+            if turn > 0.1 {
+                pops.push((frame, turn));
+            }
         }
         pose = sol.pose;
     }
+    (largest, pops)
+}
+
+/// Frame 653 of that track turned the chest 0.317 rad and a clavicle 0.473 rad in one frame: the
+/// right arm's target passed 1.8 mm beyond its reach from the clavicle, and the chest (a
+/// sub-base) turned alone to make it up, though the target lay almost along its lever arm. The
+/// sub-base's damped turn (`SUB_BASE_DAMPING`) leaves that to the spine: 0.214 rad is now the
+/// largest turn of the whole track (an arm's swivel, frame 639).
+#[test]
+fn humanoid13_tracking_never_turns_a_bone_a_quarter_radian() {
+    let (largest, pops) = humanoid13_largest_turn();
+    assert!(largest < 0.25, "{largest} rad; frames over 0.1 rad: {pops:?}");
+}
+
+/// The unconstrained humanoid over the benchmark's 1000 frames of the same motion: every frame
+/// is reached, but 11 frames turn some bone more than 0.1 rad (153–160: the left arm swivels
+/// about its shoulder-wrist line; 637–639, up to 0.214 rad), while the motion itself never turns
+/// a bone more than 0.033 rad per frame. The swivel of a limb is free of the goals and drifts
+/// frame to frame.
+#[test]
+#[ignore = "core bug: warm-started tracking pops (0.214 rad in one frame at 639; motion ≤ 0.033 rad/frame)"]
+fn humanoid13_tracks_1000_frames_without_pops() {
+    let (_, pops) = humanoid13_largest_turn();
     assert!(pops.is_empty(), "{} frames turn a bone > 0.1 rad: {pops:?}", pops.len());
 }
 

@@ -58,6 +58,14 @@ const STRETCHED: f64 = 0.99;
 /// How much more a chain's reach shortfall counts than a point pull at a sub-base.
 const SHORTFALL_WEIGHT: f64 = 1e3;
 
+/// Levenberg–Marquardt damping of a sub-base's turn, relative to the leverage of its shortfalls
+/// (weight × lever arm²). A shortfall the turn can close head-on (the attachment moving across
+/// the lever arm) is closed by halves; one the turn barely affects (the target along the lever
+/// arm) is left to the bones above, which carry the sub-base toward it: undamped, the sub-base
+/// alone would turn far for a millimetre of reach, a visible pop in tracking. A sub-base with no
+/// moving bone above it (a pinned root) is not damped.
+const SUB_BASE_DAMPING: f64 = 1.0;
+
 /// Gauss–Newton rounds for a sub-base's rotation in the backward stage.
 const SUB_BASE_ROUNDS: usize = 8;
 
@@ -843,8 +851,11 @@ impl Fabrik {
         let topo = problem.topology();
         let rig = problem.rig();
         let children = &topo.pulls[b];
+        // Only bones above that move can take up what the damping leaves.
+        let carried = rig.bone(b).parent.is_some_and(|p| topo.is_active[p]);
         let mut rot = rot;
         for _ in 0..SUB_BASE_ROUNDS {
+            let mut leverage = 0.0;
             let mut jtj = DMat3::ZERO;
             let mut jtr = DVec3::ZERO;
             for (k, pull) in self.pulls.iter().enumerate() {
@@ -861,6 +872,7 @@ impl Fabrik {
                         // other pulls are preferences their flexible chains can give up.
                         let w = pull.weight * SHORTFALL_WEIGHT;
                         let j = -v.cross(to_target / dist);
+                        leverage += w * v.length_squared();
                         jtj += DMat3::from_cols(j * j.x, j * j.y, j * j.z) * w;
                         jtr += j * ((dist - reach) * w);
                     }
@@ -876,7 +888,8 @@ impl Fabrik {
             if scale <= 0.0 || jtr.length_squared() <= 1e-30 * scale * scale {
                 break;
             }
-            let damped = jtj + DMat3::from_diagonal(DVec3::splat(1e-9 * scale));
+            let damping = if carried { SUB_BASE_DAMPING * leverage } else { 0.0 };
+            let damped = jtj + DMat3::from_diagonal(DVec3::splat(1e-9 * scale + damping));
             let mut delta = -(damped.inverse() * jtr);
             let angle = delta.length();
             if !angle.is_finite() || angle < 1e-14 {
