@@ -64,7 +64,9 @@ pub fn twist_angle(q: DQuat, axis: DVec3) -> f64 {
 #[inline]
 pub fn wrap_angle(a: f64) -> f64 {
     use std::f64::consts::{PI, TAU};
-    let mut a = a % TAU;
+    // `a % TAU` is `a` itself below a full turn; skip the (slow) fmod there, as solvers call
+    // this on every twist angle.
+    let mut a = if a.abs() < TAU { a } else { a % TAU };
     if a > PI {
         a -= TAU;
     } else if a <= -PI {
@@ -100,9 +102,9 @@ pub fn from_rotation_vector(r: DVec3) -> DQuat {
 
 /// The point nearest to `p` on or inside the axis-aligned ellipse with semi-axes `a`, `b` (> 0).
 ///
-/// Points inside are returned unchanged. Outside points are projected with Eberly's robust
-/// bisection on the ellipse's normal parameter, so the result is exact to ~1e-12 of the axes
-/// however eccentric the ellipse is.
+/// Points inside are returned unchanged. Outside points are projected by solving for the
+/// ellipse's normal parameter (Eberly's formulation) with Newton's method, safeguarded by
+/// bisection, so the result is exact to ~1e-12 of the axes however eccentric the ellipse is.
 #[must_use]
 pub fn clamp_to_ellipse(p: DVec2, a: f64, b: f64) -> DVec2 {
     let (x, y) = (p.x.abs(), p.y.abs());
@@ -116,27 +118,39 @@ pub fn clamp_to_ellipse(p: DVec2, a: f64, b: f64) -> DVec2 {
 /// Nearest point on the ellipse boundary for a point (x, y) with x, y ≥ 0, outside the ellipse.
 fn nearest_on_ellipse_first_quadrant(x: f64, y: f64, a: f64, b: f64) -> DVec2 {
     // Solve for t in F(t) = (a x / (t + a²))² + (b y / (t + b²))² - 1 = 0, t ≥ 0 (outside).
-    // The nearest point is (a² x / (t + a²), b² y / (t + b²)). F is decreasing in t.
+    // The nearest point is (a² x / (t + a²), b² y / (t + b²)). F is decreasing and convex in t,
+    // so Newton's steps from a point left of the root climb to it monotonically (quadratically
+    // near it). They start where the larger term alone is 1 (F ≥ 0 there), not at 0: from 0 a
+    // very eccentric ellipse (a bound of ZERO_BOUND) would take dozens of steps. The bracket
+    // [lo, hi] is kept and a step leaving it bisects instead, so round-off cannot run away.
     let (a2, b2) = (a * a, b * b);
-    let f = |t: f64| (a * x / (t + a2)).powi(2) + (b * y / (t + b2)).powi(2) - 1.0;
-    let mut lo = 0.0;
-    let mut hi = (a * x).hypot(b * y).max(1e-300);
+    let (ax, by) = (a * x, b * y);
+    let f_df = |t: f64| {
+        let (u, v) = (ax / (t + a2), by / (t + b2));
+        (u * u + v * v - 1.0, -2.0 * (u * u / (t + a2) + v * v / (t + b2)))
+    };
+    let mut lo = (ax - a2).max(by - b2).max(0.0);
+    let mut hi = (ax * ax + by * by).sqrt().max(1e-300);
     // hi satisfies F(hi) <= 0 because t + a² > a x and t + b² > b y there (up to the sum).
-    while f(hi) > 0.0 {
+    while f_df(hi).0 > 0.0 {
         hi *= 2.0;
     }
-    for _ in 0..80 {
-        let mid = 0.5 * (lo + hi);
-        if f(mid) > 0.0 {
-            lo = mid;
+    let mut t = lo;
+    for _ in 0..100 {
+        let (f, df) = f_df(t);
+        if f > 0.0 {
+            lo = t;
         } else {
-            hi = mid;
+            hi = t;
         }
-        if hi - lo <= 1e-15 * hi.max(1e-300) {
+        let newton = t - f / df;
+        let next = if newton.is_finite() && newton > lo && newton < hi { newton } else { 0.5 * (lo + hi) };
+        if (next - t).abs() <= 1e-15 * next.max(1e-300) || hi - lo <= 1e-15 * hi.max(1e-300) {
+            t = next;
             break;
         }
+        t = next;
     }
-    let t = 0.5 * (lo + hi);
     let mut q = DVec2::new(a2 * x / (t + a2), b2 * y / (t + b2));
     // Guard rounding: never report a point outside.
     let k = (q.x / a).powi(2) + (q.y / b).powi(2);

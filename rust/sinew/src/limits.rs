@@ -78,6 +78,25 @@ impl ConeLimit {
         }
     }
 
+    /// True when the swing rotation `swing` (no component about Y, as [`JointLimit`]'s split
+    /// gives) is certainly inside the cone, decided without trigonometry. `false` means "not
+    /// known": the caller then measures exactly. Limit checks run for every bone at every solver
+    /// step and most rotations are well inside, so this skips the arctangent of the exact test.
+    ///
+    /// The exact test is `angle · |(v̂x / a, v̂z / b)| ≤ 1` with `angle = 2 atan(|v| / w)` for the
+    /// quaternion's vector part `v` (`w ≥ 0`); since `atan t ≤ t`, `2 |(vx / a, vz / b)| / w ≤ 1`
+    /// implies it (with a margin far above round-off, so both tests never disagree).
+    #[inline]
+    #[must_use]
+    pub fn surely_contains(&self, swing: DQuat) -> bool {
+        let (x, z, w) = if swing.w < 0.0 { (-swing.x, -swing.z, -swing.w) } else { (swing.x, swing.z, swing.w) };
+        let a = if x >= 0.0 { self.x_pos } else { self.x_neg };
+        let b = if z >= 0.0 { self.z_pos } else { self.z_neg };
+        let (u, v) = (x / a, z / b);
+        // Squared, so no square root (nor libm's slow `hypot`): both sides are ≥ 0.
+        4.0 * (u * u + v * v) <= (SURE_MARGIN * w) * (SURE_MARGIN * w)
+    }
+
     fn validate(&self, bone: &str) -> Result<()> {
         for (what, v) in [("x_pos", self.x_pos), ("x_neg", self.x_neg), ("z_pos", self.z_pos), ("z_neg", self.z_neg)] {
             if !(v > 0.0 && v <= std::f64::consts::PI) {
@@ -101,6 +120,24 @@ pub struct TwistLimit {
     /// Largest twist.
     pub max: f64,
 }
+
+impl TwistLimit {
+    /// True when the twist rotation `twist` (about Y only, unit) is certainly inside the range,
+    /// decided without trigonometry (see [`ConeLimit::surely_contains`]): its angle is
+    /// `2 atan(y / w)` for `w ≥ 0`, at most `2 |y| / w` in size, so a range containing
+    /// `[-2 |y| / w, 2 |y| / w]` contains it. `false` means "not known".
+    #[inline]
+    #[must_use]
+    pub fn surely_contains(&self, twist: DQuat) -> bool {
+        let bound = 2.0 * twist.y.abs();
+        let w = twist.w.abs();
+        bound <= SURE_MARGIN * w * (-self.min) && bound <= SURE_MARGIN * w * self.max
+    }
+}
+
+/// Safety factor of the trigonometry-free inside tests ([`ConeLimit::surely_contains`],
+/// [`TwistLimit::surely_contains`]): far from 1 by round-off, close to 1 in effect.
+const SURE_MARGIN: f64 = 1.0 - 1e-9;
 
 /// A one-axis joint: the local rotation turns about `axis` only, by an angle in `[min, max]`.
 ///
@@ -179,10 +216,14 @@ impl JointLimit {
             Swing::Free if self.twist.is_none() => local,
             _ => {
                 let (mut swing, mut twist) = self.split(local);
-                if let Swing::Cone(c) = self.swing {
+                if let Swing::Cone(c) = self.swing
+                    && !c.surely_contains(swing)
+                {
                     swing = c.clamp_swing(swing);
                 }
-                if let Some(t) = self.twist {
+                if let Some(t) = self.twist
+                    && !t.surely_contains(twist)
+                {
                     let a = twist_angle(twist, DVec3::Y);
                     let ac = a.clamp(t.min, t.max);
                     if ac != a {
@@ -240,7 +281,9 @@ impl JointLimit {
             _ => {
                 let (swing, twist) = self.split(local);
                 let mut e = 0.0;
-                if let Swing::Cone(c) = self.swing {
+                if let Swing::Cone(c) = self.swing
+                    && !c.surely_contains(swing)
+                {
                     let r = rotation_vector(swing);
                     let a = if r.x >= 0.0 { c.x_pos } else { c.x_neg };
                     let b = if r.z >= 0.0 { c.z_pos } else { c.z_neg };
@@ -249,7 +292,9 @@ impl JointLimit {
                         e += (1.0 - 1.0 / k) * r.length();
                     }
                 }
-                if let Some(t) = self.twist {
+                if let Some(t) = self.twist
+                    && !t.surely_contains(twist)
+                {
                     let a = twist_angle(twist, DVec3::Y);
                     e += (t.min - a).max(0.0) + (a - t.max).max(0.0);
                 }
