@@ -13,7 +13,7 @@
 //! - [`solver`]: the [`Solver`] trait, [`SolveSettings`], [`Solution`], and [`Fabrik`].
 //! - [`rotations`]: turning solved joint positions into local rotations.
 //! - [`geometry`]: shared math (shortest arcs, swing–twist, quadrant ellipse, rigid fits).
-//! - [`format`]: the JSON problem format.
+//! - [`format`](mod@format): the JSON problem format.
 //!
 //! ```
 //! use sinew::{Fabrik, Goal, Problem, RootMode, Solver, SolveSettings, Pose};

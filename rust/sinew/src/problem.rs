@@ -142,6 +142,27 @@ impl Topology {
             .collect();
         t
     }
+
+    /// Whether goal `gi`'s bones are moved by no other goal (its chain is a tree of its own,
+    /// where Blender's IK keeps a pole).
+    #[must_use]
+    pub(crate) fn is_lone_chain(&self, gi: usize) -> bool {
+        self.moved[gi].iter().all(|&b| matches!(self.lone_goal[b], Some((only, _)) if only == gi))
+    }
+
+    /// The bones of every lone chain (see [`Topology::is_lone_chain`]) with a pole, ascending:
+    /// a sequence starts them from its start pose at every frame ([`crate::solve_sequence`]), as
+    /// Blender's IK starts every evaluation from the pose before IK.
+    #[must_use]
+    pub(crate) fn blender_pole_bones(&self, goals: &[Goal]) -> Vec<usize> {
+        let mut bones: Vec<usize> = (0..goals.len())
+            .filter(|&gi| goals[gi].pole.is_some() && self.is_lone_chain(gi))
+            .flat_map(|gi| self.moved[gi].iter().copied())
+            .collect();
+        bones.sort_unstable();
+        bones.dedup();
+        bones
+    }
 }
 
 /// A rig, its goals and the root mode, validated and analysed.

@@ -475,7 +475,7 @@ impl Fabrik {
         let topo = problem.topology();
         for (gi, g) in problem.goals().iter().enumerate() {
             let Some(pole) = g.pole else { continue };
-            if !lone_chain(problem, gi) {
+            if !problem.topology().is_lone_chain(gi) {
                 continue;
             }
             let Some(&top) = topo.moved[gi].last() else { continue };
@@ -567,7 +567,7 @@ impl Fabrik {
     fn keep_tree_poles(&mut self, problem: &Problem) {
         for (gi, g) in problem.goals().iter().enumerate() {
             let Some(pole) = g.pole else { continue };
-            if lone_chain(problem, gi) {
+            if problem.topology().is_lone_chain(gi) {
                 continue;
             }
             let chain = &problem.topology().moved[gi];
@@ -1009,25 +1009,6 @@ impl Fabrik {
                 + if own.locked { 0.0 } else { own.excess(base.conjugate() * r) }
         })
     }
-}
-
-/// Whether goal `gi`'s bones are moved by no other goal (its chain is a tree of its own, where
-/// Blender's IK keeps a pole).
-fn lone_chain(problem: &Problem, gi: usize) -> bool {
-    let topo = problem.topology();
-    topo.moved[gi].iter().all(|&b| matches!(topo.lone_goal[b], Some((only, _)) if only == gi))
-}
-
-/// The bones of every chain whose pole is Blender's (see [`lone_chain`]), ascending: a sequence
-/// starts them from its start pose at every frame ([`crate::solve_sequence`]).
-pub(crate) fn pole_restart_bones(problem: &Problem) -> Vec<usize> {
-    let mut bones: Vec<usize> = (0..problem.goals().len())
-        .filter(|&gi| problem.goals()[gi].pole.is_some() && lone_chain(problem, gi))
-        .flat_map(|gi| problem.topology().moved[gi].iter().copied())
-        .collect();
-    bones.sort_unstable();
-    bones.dedup();
-    bones
 }
 
 /// Blender's pole turn (`IK_QJacobianSolver::ConstrainPoleVector`), all vectors from the chain

@@ -239,7 +239,7 @@ pub fn solve_sequence(
     // Chains with a pole Blender keeps (no other goal moves their bones) start every frame from
     // `start`, as Blender's IK starts every evaluation from the pose before IK: the pole turn is
     // measured on that pose, so a frame's knee does not depend on the frame before.
-    let restart = fabrik::pole_restart_bones(&problem);
+    let restart = problem.topology().blender_pole_bones(problem.goals());
     let first = pose.clone();
     let mut previous = vec![DQuat::IDENTITY; restart.len()];
     for f in 0..frames {
