@@ -329,10 +329,10 @@ fn arrays_match_the_core(api: &Api) {
             set_limit_through_c(api, crig, i, &b.limit);
             core_rig.set_limit(i, b.limit).unwrap();
         }
-        for i in 0..n {
+        for (i, &expected) in parents.iter().enumerate() {
             let mut parent = 0i64;
             api.ok(unsafe { api.sinew_rig_bone_parent(crig, i, &mut parent) });
-            assert_eq!(parent, parents[i]);
+            assert_eq!(parent, expected);
         }
 
         let mut problem = null_mut();

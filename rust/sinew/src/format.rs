@@ -205,7 +205,7 @@ impl ProblemFile {
                 (Some(m), None, None) => {
                     let m = DMat4::from_cols_array_2d(m).transpose();
                     let len = b.length.ok_or_else(|| Error::Format(format!("bone \"{}\": `matrix` needs `length`", b.name)))?;
-                    let r = Rig::from_matrices(&[b.name.clone()], &[None], &[m], &[len])?;
+                    let r = Rig::from_matrices(std::slice::from_ref(&b.name), &[None], &[m], &[len])?;
                     (r.bone(0).rest_rotation, r.bone(0).rest_head, len)
                 }
                 (None, Some(h), Some(t)) => {
