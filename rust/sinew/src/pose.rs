@@ -7,7 +7,7 @@ use glam::{DQuat, DVec3};
 /// `rotations[i]` is bone `i`'s rotation relative to its rest frame, which is exactly Blender's
 /// `pose_bone.rotation_quaternion` (`matrix_basis`) with default inheritance. `root_translation`
 /// is bone 0's offset in its own rest frame, as Blender's `pose_bone.location`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Pose {
     /// Local rotation per bone, relative to rest.
     pub rotations: Vec<DQuat>,

@@ -21,6 +21,7 @@
 
 use glam::{DMat3, DQuat, DVec3};
 
+use super::jacobian::Dls;
 use super::{Solution, SolveSettings, Solver, StopReason};
 use crate::error::Result;
 use crate::goal::Pole;
@@ -69,6 +70,19 @@ const SUB_BASE_DAMPING: f64 = 1.0;
 /// Gauss–Newton rounds for a sub-base's rotation in the backward stage.
 const SUB_BASE_ROUNDS: usize = 8;
 
+/// FABRIK's iterations are checked for progress every this many: see [`CRAWL_RATIO`].
+const CRAWL_WINDOW: u32 = 2;
+
+/// FABRIK hands over to the damped-least-squares finish ([`super::jacobian`]) when a window of
+/// [`CRAWL_WINDOW`] iterations leaves more than this fraction of the unmet distance it started
+/// with (every target being within reach). FABRIK's big first steps place the limbs and decide
+/// their bend; after that its convergence is linear, and slow where chains meet at a sub-base or
+/// limits hold joints (the constrained humanoid needed hundreds of iterations, or stalled short),
+/// where a joint-space step that moves every bone at once converges in a few. Measured on the
+/// paper models (docs/benchmarks.md): 2 and 0.1 need the fewest iterations while keeping
+/// FABRIK's poses where FABRIK converges quickly.
+const CRAWL_RATIO: f64 = 0.1;
+
 /// How far (radians) a straight joint with a preferred bend is nudged before solving.
 const BEND_NUDGE: f64 = 0.05;
 
@@ -87,6 +101,8 @@ pub struct Fabrik {
     /// Per bone: whether its frame changed in the current finishing step (see
     /// [`Fabrik::refresh_below`]).
     changed: Vec<bool>,
+    /// The damped-least-squares finish (see the module docs).
+    dls: Dls,
 }
 
 impl Fabrik {
@@ -132,16 +148,40 @@ impl Solver for Fabrik {
         }
 
         let serial = topo.serial_chain.as_deref().filter(|_| goals[0].orientation.is_none());
+        let mut pose = Pose { rotations: vec![DQuat::IDENTITY; n], root_translation: start.root_translation };
         let (iterations, stop) = if let Some(chain) = serial {
-            self.solve_serial(rig, chain, &topo.is_active, goals[0].target, &settings)
+            let done = self.solve_serial(rig, chain, &topo.is_active, goals[0].target, &settings);
+            local_rotations(rig, &self.frames, &mut pose.rotations);
+            done
         } else {
             self.apply_poles(problem, settings.tolerance);
             self.nudge_straight_joints(problem, settings.tolerance);
-            self.solve_tree(problem, &settings)
+            let (iterations, stop) = self.solve_tree(problem, &settings);
+            local_rotations(rig, &self.frames, &mut pose.rotations);
+            if problem.root() == RootMode::Free {
+                let b0 = rig.bone(0);
+                pose.root_translation = b0.rest_rotation.conjugate() * (self.frames.heads[0] - b0.rest_head);
+            }
+            match stop {
+                StopReason::Stalled | StopReason::IterationLimit
+                    if iterations < settings.max_iterations
+                        && self.unmet_if_all_within_reach(problem, settings.tolerance).is_some_and(|d| d > 0.0) =>
+                {
+                    // FABRIK stalled or crawls short: the damped-least-squares finish.
+                    let budget = settings.max_iterations - iterations;
+                    let out = self.dls.refine(problem, &mut pose, settings.tolerance, budget);
+                    let total = iterations + out.iterations;
+                    let stop = match () {
+                        () if out.reached => StopReason::Converged,
+                        () if total >= settings.max_iterations => StopReason::IterationLimit,
+                        () => StopReason::Stalled,
+                    };
+                    (total, stop)
+                }
+                _ => (iterations, stop),
+            }
         };
 
-        let mut pose = Pose { rotations: vec![DQuat::IDENTITY; n], root_translation: start.root_translation };
-        local_rotations(rig, &self.frames, &mut pose.rotations);
         // Bones no goal moves keep their start rotation exactly (no round-off drift).
         // Each quaternion stays in its start's hemisphere, so warm-started frames are
         // sign-continuous and interpolating keys never takes the long way round.
@@ -152,10 +192,6 @@ impl Solver for Fabrik {
             } else if q.dot(s) < 0.0 {
                 *q = -*q;
             }
-        }
-        if problem.root() == RootMode::Free {
-            let b0 = rig.bone(0);
-            pose.root_translation = b0.rest_rotation.conjugate() * (self.frames.heads[0] - b0.rest_head);
         }
         // Residuals of the pose as returned (forward kinematics of it), so they agree with what
         // any caller recomputes, to the last bit.
@@ -350,6 +386,8 @@ impl Fabrik {
         let mut it = 0;
         let finish_below: Vec<f64> =
             goals.iter().zip(&self.effectors).map(|(g, e)| finish_threshold((*e - g.target).length(), tol)).collect();
+        // The unmet distance at the start of the current window (see [`CRAWL_WINDOW`]).
+        let mut window_start = self.unmet_if_all_within_reach(problem, tol);
         while it < s.max_iterations {
             if goals.iter().zip(&self.effectors).all(|(g, e)| (*e - g.target).length() <= tol) {
                 stop = StopReason::Converged;
@@ -385,9 +423,42 @@ impl Fabrik {
                 stop = StopReason::Stalled;
                 break;
             }
+            if it % CRAWL_WINDOW == 0 {
+                let now = self.unmet_if_all_within_reach(problem, tol);
+                if let (Some(now), Some(start)) = (now, window_start)
+                    && now > CRAWL_RATIO * start
+                {
+                    // Crawling (a sub-base or limits hold the chains in a tug of war): the
+                    // caller's damped-least-squares finish takes over.
+                    stop = StopReason::Stalled;
+                    break;
+                }
+                window_start = now;
+            }
         }
         let _ = (rig, topo);
         (it, stop)
+    }
+
+    /// When every goal's target is within its chain's reach from where the chain's top bone's
+    /// head is now: the summed distance of the unmet goals (beyond `tolerance`), what the
+    /// damped-least-squares finish may close. `None` when some target is out of reach: FABRIK
+    /// straightens such a chain toward it, where a least-squares compromise would bend it to
+    /// help the other goals.
+    fn unmet_if_all_within_reach(&self, problem: &Problem, tolerance: f64) -> Option<f64> {
+        let topo = problem.topology();
+        let mut total = 0.0;
+        for (gi, g) in problem.goals().iter().enumerate() {
+            let top = *topo.moved[gi].last()?;
+            if (g.target - self.frames.heads[top]).length() >= topo.chain_reach[gi] {
+                return None;
+            }
+            let d = (self.frames.effector(g.bone, g.use_tail) - g.target).length();
+            if d > tolerance {
+                total += d;
+            }
+        }
+        Some(total)
     }
 
     /// Closes the last gap of each goal whose own bones end in a free serial chain, in closed

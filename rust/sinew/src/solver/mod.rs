@@ -5,6 +5,7 @@
 //! [`Solution`].
 
 mod fabrik;
+mod jacobian;
 
 pub use fabrik::Fabrik;
 

@@ -1,0 +1,307 @@
+//! Joint-space damped least squares (the Jacobian family; Nilsson's thesis §2.4.3 and Buss 2004,
+//! "DLS"), on the same [`Problem`] as every solver: the finish FABRIK hands over to when its
+//! point steps stall or crawl short of goals that limits and sub-bases make hard (see
+//! [`super::Fabrik`]).
+//!
+//! The unknowns are small turns of every bone some goal moves: three world axes about the bone's
+//! head (one, the hinge axis, for a hinge; none for a locked bone), each scaled by
+//! `1 − stiffness`, plus the root's translation when it is free. The residual stacks, per goal,
+//! `√weight · (target − effector)` and, for an orientation goal, `√weight · reach ·` the rotation
+//! vector from the effector's frame to the target frame (`reach` is the goal chain's length, so
+//! a radian counts as far as the chain reaches). A step solves
+//! `Δθ = Jᵀ (J Jᵀ + λ² I)⁻¹ r` (the Gram matrix is small: three rows per goal), and λ adapts as
+//! Levenberg–Marquardt's: halved after a step that lowers `|r|²`, multiplied by four (and the
+//! step retried) after one that does not.
+//!
+//! Limits are kept at every step: each bone's new local rotation is clamped to its limit, as in
+//! FABRIK (§3.7.2). A clamped bone would otherwise keep pushing into its limit while the step
+//! assumes it moved; so the direction the clamp took away is blocked (projected out of that
+//! bone's axes) for the following steps, and the other joints take up the rest (the "clamping
+//! loop" of Baerlocher & Boulic, for swing cones).
+
+use glam::DVec3;
+use nalgebra::{DMatrix, DVector, linalg::Cholesky};
+
+use crate::geometry::{from_rotation_vector, rotation_vector};
+use crate::limits::Swing;
+use crate::pose::{Frames, Pose};
+use crate::problem::{Problem, RootMode};
+
+/// Levenberg–Marquardt damping at the start, relative to the Gram matrix's largest diagonal.
+const DAMPING_START: f64 = 1e-3;
+/// Smallest relative damping (keeps the Gram matrix positive definite near singular poses).
+const DAMPING_MIN: f64 = 1e-9;
+/// Relative damping past which no step lowers the error: a local minimum.
+const DAMPING_MAX: f64 = 1e6;
+/// The clamp moved a bone by more than this (radians): its direction is blocked.
+const CLAMPED: f64 = 1e-9;
+
+/// One unknown: a turn of `bone` about a world axis (`None`: the root's translation along a
+/// world axis).
+#[derive(Debug, Clone, Copy)]
+struct Dof {
+    bone: Option<usize>,
+    /// For a bone: 0–2 the world axes (projected off the blocked direction), 3 the hinge axis.
+    /// For the root's translation: the world axis.
+    axis: usize,
+}
+
+/// Scratch space and state of a damped-least-squares solve, reused between solves.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Dls {
+    dofs: Vec<Dof>,
+    /// Per bone: the direction a clamp blocked (world, unit), if any.
+    blocked: Vec<Option<DVec3>>,
+    jac: DMatrix<f64>,
+    gram: DMatrix<f64>,
+    rhs: DVector<f64>,
+    residual: DVector<f64>,
+    step: DVector<f64>,
+    trial: Pose,
+    frames: Frames,
+}
+
+/// What a damped-least-squares run did.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct DlsOutcome {
+    /// Steps tried (accepted or not).
+    pub iterations: u32,
+    /// Whether every goal ended within `tolerance`.
+    pub reached: bool,
+}
+
+impl Dls {
+    /// Refines `pose` (inside every limit; `locked` gives the rotations of locked bones) toward
+    /// the goals for at most `max_iterations` steps; `pose` only ever gets better (lower
+    /// weighted squared residual). Stops when every goal is within `tolerance`, or at a local
+    /// minimum (no step of any damping lowers the error).
+    pub(crate) fn refine(&mut self, problem: &Problem, pose: &mut Pose, tolerance: f64, max_iterations: u32) -> DlsOutcome {
+        let rig = problem.rig();
+        let topo = problem.topology();
+        self.collect_dofs(problem);
+        let m = problem.goals().iter().map(|g| if g.orientation.is_some() { 6 } else { 3 }).sum::<usize>();
+        let n = self.dofs.len();
+        self.blocked.clear();
+        self.blocked.resize(rig.len(), None);
+        if self.residual.len() != m {
+            self.residual = DVector::zeros(m);
+            self.rhs = DVector::zeros(m);
+        }
+        if self.step.len() != n {
+            self.step = DVector::zeros(n);
+        }
+        if self.jac.shape() != (m, n) {
+            self.jac = DMatrix::zeros(m, n);
+        }
+        let mut error = self.evaluate(problem, pose);
+        if n == 0 || m == 0 {
+            return DlsOutcome { iterations: 0, reached: self.all_reached(problem, tolerance) };
+        }
+        let mut damping = DAMPING_START;
+        let mut it = 0;
+        while it < max_iterations {
+            if self.all_reached(problem, tolerance) {
+                break;
+            }
+            it += 1;
+            // `self.frames` and `self.residual` are those of `pose`.
+            self.fill_jacobian(problem);
+            let gram = std::mem::replace(&mut self.gram, DMatrix::zeros(0, 0));
+            let mut gram = if gram.shape() == (m, m) { gram } else { DMatrix::zeros(m, m) };
+            self.jac.mul_to(&self.jac.transpose(), &mut gram);
+            let scale = (0..m).map(|i| gram[(i, i)]).fold(0.0, f64::max);
+            if scale <= 0.0 {
+                self.gram = gram;
+                break;
+            }
+            for i in 0..m {
+                gram[(i, i)] += damping.max(DAMPING_MIN) * scale;
+            }
+            self.rhs.copy_from(&self.residual);
+            let Some(chol) = Cholesky::new(gram) else { break };
+            chol.solve_mut(&mut self.rhs);
+            self.gram = chol.unpack();
+            self.jac.tr_mul_to(&self.rhs, &mut self.step);
+            let mut trial = std::mem::take(&mut self.trial);
+            trial.clone_from(pose);
+            self.apply_step(problem, pose, &mut trial);
+            let trial_error = self.evaluate(problem, &trial);
+            let better = trial_error < error;
+            if better {
+                std::mem::swap(pose, &mut trial);
+            }
+            self.trial = trial;
+            if better {
+                let gain = (error - trial_error) / error.max(f64::MIN_POSITIVE);
+                error = trial_error;
+                damping = (damping * 0.5).max(DAMPING_MIN);
+                if gain < 1e-9 {
+                    break;
+                }
+            } else {
+                // Rejected: back to `pose`'s frames and residual, damp harder.
+                self.evaluate(problem, pose);
+                damping *= 4.0;
+                if damping > DAMPING_MAX {
+                    break;
+                }
+            }
+        }
+        let _ = topo;
+        DlsOutcome { iterations: it, reached: self.all_reached(problem, tolerance) }
+    }
+
+    /// The unknowns: every unlocked bone some goal moves (three world axes, or its hinge axis),
+    /// then the root's translation when it is free.
+    fn collect_dofs(&mut self, problem: &Problem) {
+        let rig = problem.rig();
+        self.dofs.clear();
+        for &b in &problem.topology().active {
+            let limit = &rig.bone(b).limit;
+            if limit.locked || limit.stiffness >= 1.0 {
+                continue;
+            }
+            match limit.swing {
+                Swing::Hinge(_) => self.dofs.push(Dof { bone: Some(b), axis: 3 }),
+                _ => self.dofs.extend((0..3).map(|axis| Dof { bone: Some(b), axis })),
+            }
+        }
+        if problem.root() == RootMode::Free && problem.topology().active.first() == Some(&0) {
+            self.dofs.extend((0..3).map(|axis| Dof { bone: None, axis }));
+        }
+    }
+
+    /// Forward kinematics of `pose` into `self.frames`, the residual into `self.residual`;
+    /// returns `|r|²`.
+    fn evaluate(&mut self, problem: &Problem, pose: &Pose) -> f64 {
+        problem.rig().forward_into(pose, &mut self.frames);
+        let topo = problem.topology();
+        let mut row = 0;
+        for (gi, g) in problem.goals().iter().enumerate() {
+            let w = g.weight.sqrt();
+            let d = (g.target - self.frames.effector(g.bone, g.use_tail)) * w;
+            self.residual.fixed_rows_mut::<3>(row).copy_from_slice(&d.to_array());
+            row += 3;
+            if let Some(q) = g.orientation {
+                let r = rotation_vector((q * self.frames.rotations[g.bone].conjugate()).normalize()) * (w * topo.chain_reach[gi]);
+                self.residual.fixed_rows_mut::<3>(row).copy_from_slice(&r.to_array());
+                row += 3;
+            }
+        }
+        self.residual.norm_squared()
+    }
+
+    fn all_reached(&self, problem: &Problem, tolerance: f64) -> bool {
+        problem.goals().iter().all(|g| (self.frames.effector(g.bone, g.use_tail) - g.target).length() <= tolerance)
+    }
+
+    /// The world axis of unknown `dof` at the current frames.
+    fn axis(&self, problem: &Problem, dof: Dof) -> DVec3 {
+        let Some(b) = dof.bone else { return DVec3::AXES[dof.axis] };
+        if dof.axis == 3 {
+            let Swing::Hinge(h) = problem.rig().bone(b).limit.swing else { unreachable!("hinge axis of a non-hinge") };
+            // The local rotation turns about the hinge axis, which it therefore keeps.
+            return self.frames.rotations[b] * h.axis;
+        }
+        let a = DVec3::AXES[dof.axis];
+        match self.blocked[b] {
+            Some(v) => a - v * v.dot(a),
+            None => a,
+        }
+    }
+
+    /// `J`: column per unknown, rows as the residual's; each goal's effector moves with every
+    /// unknown of a bone on its path to the root.
+    fn fill_jacobian(&mut self, problem: &Problem) {
+        let rig = problem.rig();
+        let topo = problem.topology();
+        self.jac.fill(0.0);
+        // Unknown columns of each bone (at most three), found by scanning once.
+        let mut row = 0;
+        for (gi, g) in problem.goals().iter().enumerate() {
+            let w = g.weight.sqrt();
+            let e = self.frames.effector(g.bone, g.use_tail);
+            let rows = if g.orientation.is_some() { 6 } else { 3 };
+            for (col, &dof) in self.dofs.iter().enumerate() {
+                let moves_effector = match dof.bone {
+                    None => true,
+                    Some(b) => is_ancestor_or_self(rig, b, g.bone),
+                };
+                if !moves_effector {
+                    continue;
+                }
+                let axis = self.axis(problem, dof);
+                let (dp, dr) = match dof.bone {
+                    None => (axis, DVec3::ZERO),
+                    Some(b) => {
+                        let k = 1.0 - rig.bone(b).limit.stiffness;
+                        (axis.cross(e - self.frames.heads[b]) * k, axis * k)
+                    }
+                };
+                for (i, v) in (dp * w).to_array().into_iter().enumerate() {
+                    self.jac[(row + i, col)] = v;
+                }
+                if rows == 6 {
+                    for (i, v) in (dr * (w * topo.chain_reach[gi])).to_array().into_iter().enumerate() {
+                        self.jac[(row + 3 + i, col)] = v;
+                    }
+                }
+            }
+            row += rows;
+        }
+    }
+
+    /// `trial` ← `pose` turned by `self.step`, each bone clamped to its limit; records the
+    /// directions clamps took away in `self.blocked`. `self.frames` are `pose`'s.
+    fn apply_step(&mut self, problem: &Problem, pose: &Pose, trial: &mut Pose) {
+        let rig = problem.rig();
+        let mut turn = DVec3::ZERO;
+        let mut k = 0;
+        while k < self.dofs.len() {
+            let dof = self.dofs[k];
+            let Some(b) = dof.bone else {
+                // The root's translation, kept in bone 0's rest frame.
+                let t = DVec3::new(self.step[k], self.step[k + 1], self.step[k + 2]);
+                trial.root_translation = pose.root_translation + rig.bone(0).rest_rotation.conjugate() * t;
+                k += 3;
+                continue;
+            };
+            turn += self.axis(problem, dof) * self.step[k] * (1.0 - rig.bone(b).limit.stiffness);
+            k += 1;
+            if self.dofs.get(k).is_some_and(|d| d.bone == Some(b)) {
+                continue;
+            }
+            // All of bone b's unknowns are summed: world turn `turn` about its head. With
+            // world = base · local, exp(ω) · world = base · local · exp(world⁻¹ ω).
+            let world = self.frames.rotations[b];
+            let local = pose.rotations[b];
+            let wanted = (local * from_rotation_vector(world.conjugate() * turn)).normalize();
+            let limit = &rig.bone(b).limit;
+            let clamped = limit.clamp(wanted);
+            let taken = crate::geometry::angle_between(clamped, wanted);
+            if taken > CLAMPED {
+                // The world direction the clamp removed: base · rotvec(clamped · wanted⁻¹).
+                let base = world * local.conjugate();
+                self.blocked[b] = (base * rotation_vector((clamped * wanted.conjugate()).normalize())).try_normalize();
+            }
+            trial.rotations[b] = clamped;
+            turn = DVec3::ZERO;
+        }
+    }
+}
+
+/// Whether bone `a` is `b` or one of its ancestors.
+fn is_ancestor_or_self(rig: &crate::rig::Rig, a: usize, b: usize) -> bool {
+    let mut i = Some(b);
+    while let Some(x) = i {
+        if x == a {
+            return true;
+        }
+        if x < a {
+            // Parents come before children: no ancestor of x can be a.
+            return false;
+        }
+        i = rig.bone(x).parent;
+    }
+    false
+}
