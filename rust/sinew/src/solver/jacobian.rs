@@ -52,7 +52,13 @@ pub(crate) struct Dls {
     dofs: Vec<Dof>,
     /// Per bone: the direction a clamp blocked (world, unit), if any.
     blocked: Vec<Option<DVec3>>,
-    jac: DMatrix<f64>,
+    /// `Jᵀ`: a row per unknown, a column per residual row (so `J Jᵀ` and `Jᵀ y` need no
+    /// transposed copy).
+    jac_t: DMatrix<f64>,
+    /// Per unknown: its world axis at the current pose.
+    axes: Vec<DVec3>,
+    /// `moves[g * bones + b]`: bone `b` is goal `g`'s effector or one of its ancestors.
+    moves: Vec<bool>,
     gram: DMatrix<f64>,
     rhs: DVector<f64>,
     residual: DVector<f64>,
@@ -90,8 +96,8 @@ impl Dls {
         if self.step.len() != n {
             self.step = DVector::zeros(n);
         }
-        if self.jac.shape() != (m, n) {
-            self.jac = DMatrix::zeros(m, n);
+        if self.jac_t.shape() != (n, m) {
+            self.jac_t = DMatrix::zeros(n, m);
         }
         let mut error = self.evaluate(problem, pose);
         if n == 0 || m == 0 {
@@ -108,7 +114,7 @@ impl Dls {
             self.fill_jacobian(problem);
             let gram = std::mem::replace(&mut self.gram, DMatrix::zeros(0, 0));
             let mut gram = if gram.shape() == (m, m) { gram } else { DMatrix::zeros(m, m) };
-            self.jac.mul_to(&self.jac.transpose(), &mut gram);
+            self.jac_t.tr_mul_to(&self.jac_t, &mut gram);
             let scale = (0..m).map(|i| gram[(i, i)]).fold(0.0, f64::max);
             if scale <= 0.0 {
                 self.gram = gram;
@@ -121,7 +127,7 @@ impl Dls {
             let Some(chol) = Cholesky::new(gram) else { break };
             chol.solve_mut(&mut self.rhs);
             self.gram = chol.unpack();
-            self.jac.tr_mul_to(&self.rhs, &mut self.step);
+            self.jac_t.mul_to(&self.rhs, &mut self.step);
             let mut trial = std::mem::take(&mut self.trial);
             trial.clone_from(pose);
             self.apply_step(problem, pose, &mut trial);
@@ -169,6 +175,16 @@ impl Dls {
         if problem.root() == RootMode::Free && problem.topology().active.first() == Some(&0) {
             self.dofs.extend((0..3).map(|axis| Dof { bone: None, axis }));
         }
+        let bones = rig.len();
+        self.moves.clear();
+        self.moves.resize(problem.goals().len() * bones, false);
+        for (gi, g) in problem.goals().iter().enumerate() {
+            let mut b = Some(g.bone);
+            while let Some(x) = b {
+                self.moves[gi * bones + x] = true;
+                b = rig.bone(x).parent;
+            }
+        }
     }
 
     /// Forward kinematics of `pose` into `self.frames`, the residual into `self.residual`;
@@ -210,44 +226,44 @@ impl Dls {
         }
     }
 
-    /// `J`: column per unknown, rows as the residual's; each goal's effector moves with every
-    /// unknown of a bone on its path to the root.
+    /// `J` (stored as `Jᵀ`): a column per unknown, rows as the residual's; each goal's effector
+    /// moves with every unknown of a bone on its path to the root.
     fn fill_jacobian(&mut self, problem: &Problem) {
         let rig = problem.rig();
         let topo = problem.topology();
-        self.jac.fill(0.0);
-        // Unknown columns of each bone (at most three), found by scanning once.
+        let bones = rig.len();
+        self.axes.clear();
+        for k in 0..self.dofs.len() {
+            let axis = self.axis(problem, self.dofs[k]);
+            self.axes.push(axis);
+        }
+        self.jac_t.fill(0.0);
         let mut row = 0;
         for (gi, g) in problem.goals().iter().enumerate() {
             let w = g.weight.sqrt();
             let e = self.frames.effector(g.bone, g.use_tail);
-            let rows = if g.orientation.is_some() { 6 } else { 3 };
-            for (col, &dof) in self.dofs.iter().enumerate() {
-                let moves_effector = match dof.bone {
-                    None => true,
-                    Some(b) => is_ancestor_or_self(rig, b, g.bone),
-                };
-                if !moves_effector {
-                    continue;
-                }
-                let axis = self.axis(problem, dof);
+            let orientation = g.orientation.is_some();
+            for (col, (&dof, &axis)) in self.dofs.iter().zip(&self.axes).enumerate() {
                 let (dp, dr) = match dof.bone {
                     None => (axis, DVec3::ZERO),
-                    Some(b) => {
+                    Some(b) if self.moves[gi * bones + b] => {
                         let k = 1.0 - rig.bone(b).limit.stiffness;
                         (axis.cross(e - self.frames.heads[b]) * k, axis * k)
                     }
+                    Some(_) => continue,
                 };
-                for (i, v) in (dp * w).to_array().into_iter().enumerate() {
-                    self.jac[(row + i, col)] = v;
-                }
-                if rows == 6 {
-                    for (i, v) in (dr * (w * topo.chain_reach[gi])).to_array().into_iter().enumerate() {
-                        self.jac[(row + 3 + i, col)] = v;
-                    }
+                let dp = dp * w;
+                self.jac_t[(col, row)] = dp.x;
+                self.jac_t[(col, row + 1)] = dp.y;
+                self.jac_t[(col, row + 2)] = dp.z;
+                if orientation {
+                    let dr = dr * (w * topo.chain_reach[gi]);
+                    self.jac_t[(col, row + 3)] = dr.x;
+                    self.jac_t[(col, row + 4)] = dr.y;
+                    self.jac_t[(col, row + 5)] = dr.z;
                 }
             }
-            row += rows;
+            row += if orientation { 6 } else { 3 };
         }
     }
 
@@ -266,7 +282,7 @@ impl Dls {
                 k += 3;
                 continue;
             };
-            turn += self.axis(problem, dof) * self.step[k] * (1.0 - rig.bone(b).limit.stiffness);
+            turn += self.axes[k] * self.step[k] * (1.0 - rig.bone(b).limit.stiffness);
             k += 1;
             if self.dofs.get(k).is_some_and(|d| d.bone == Some(b)) {
                 continue;
@@ -288,20 +304,4 @@ impl Dls {
             turn = DVec3::ZERO;
         }
     }
-}
-
-/// Whether bone `a` is `b` or one of its ancestors.
-fn is_ancestor_or_self(rig: &crate::rig::Rig, a: usize, b: usize) -> bool {
-    let mut i = Some(b);
-    while let Some(x) = i {
-        if x == a {
-            return true;
-        }
-        if x < a {
-            // Parents come before children: no ancestor of x can be a.
-            return false;
-        }
-        i = rig.bone(x).parent;
-    }
-    false
 }
