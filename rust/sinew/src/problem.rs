@@ -42,6 +42,11 @@ pub struct Topology {
     pub(crate) lone_goal: Vec<Option<(usize, f64)>>,
     /// Per goal: the reach of its whole chain, from the top bone's head to the effector point.
     pub(crate) chain_reach: Vec<f64>,
+    /// Per goal: its anchor (the topmost bone some goal moves on the path from its chain's top to
+    /// the root, or the chain's top: other goals' chains can carry this goal's chain up to
+    /// there) and the reach from the anchor's head to the effector point (the chain's reach plus
+    /// the links up to the anchor).
+    pub(crate) anchor_reach: Vec<(usize, f64)>,
     /// Per goal: the bones only it moves that form a free, connected serial chain ending at its
     /// effector (top first), when there are at least two of them.
     pub(crate) free_tails: Vec<Option<Vec<usize>>>,
@@ -111,6 +116,18 @@ impl Topology {
                 }
             }
             t.chain_reach.push(reach);
+            // Up through every ancestor: bones no goal moves are rigid links another goal's
+            // chain may still carry (an unmoved shoulder on a chest the head's goal moves).
+            let (mut anchor, mut anchor_reach) = (*chain.last().unwrap_or(&g.bone), reach);
+            let (mut b, mut path) = (anchor, reach);
+            while let Some(p) = rig.bone(b).parent {
+                path += rig.bone(b).rest_head.length();
+                b = p;
+                if is_active[p] {
+                    (anchor, anchor_reach) = (p, path);
+                }
+            }
+            t.anchor_reach.push((anchor, anchor_reach));
         }
         t.free_tails = goals
             .iter()

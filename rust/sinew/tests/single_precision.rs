@@ -71,7 +71,9 @@ fn a_single_precision_chain_takes_the_serial_path() {
 /// head. Before single-precision joints counted as connected, no chain got the closed-form finish
 /// and the head crawled: 100 iterations left it 0.26 mm short (219 to reach 0.1 mm); before
 /// orientation goals were finished in closed form the feet took 8 iterations to get within
-/// 0.1 mm.
+/// 0.1 mm. Every target moved less than 5% of its chain's reach since the start pose, so this
+/// is a tracking frame the damped-least-squares step solves (9 steps; FABRIK's closed-form
+/// finishes took 8 and landed exactly, but swivelled limbs discontinuously between frames).
 #[test]
 fn the_blender_metarig_frame_converges_in_a_few_iterations() {
     let lp = load("blender_metarig_walk_f5.json");
@@ -79,10 +81,11 @@ fn the_blender_metarig_frame_converges_in_a_few_iterations() {
     let sol = solver.solve(&lp.problem, &lp.pose).unwrap();
     assert!(sol.reached, "{:?} {:?}", sol.stop, sol.residuals);
     assert_eq!(sol.stop, StopReason::Converged);
-    assert!(sol.iterations <= 8, "{} iterations", sol.iterations);
-    // Every chain ends exactly on its target, up to the single-precision round-off of the rest
-    // data where its bones join; the feet (orientation goals) also take their target rotations.
-    assert!(sol.residuals.iter().all(|&r| r < 1e-6), "{:?}", sol.residuals);
+    assert!(sol.iterations <= 10, "{} iterations", sol.iterations);
+    // Every chain ends within tolerance; the feet (orientation goals) exactly, with their target
+    // rotations.
+    assert!(sol.residuals.iter().all(|&r| r <= lp.settings.tolerance), "{:?}", sol.residuals);
+    assert!(sol.residuals[3..].iter().all(|&r| r < 1e-9), "{:?}", sol.residuals);
     let f = lp.problem.rig().forward(&sol.pose);
     for g in lp.problem.goals().iter().filter(|g| g.orientation.is_some()) {
         let q = g.orientation.unwrap();

@@ -83,6 +83,18 @@ const CRAWL_WINDOW: u32 = 2;
 /// FABRIK's poses where FABRIK converges quickly.
 const CRAWL_RATIO: f64 = 0.1;
 
+/// A tracking move is small when every goal's gap is at most this fraction of its chain's reach
+/// (and every target within reach): the damped-least-squares step from the warm start then
+/// solves it ([`Fabrik::track_small_moves`]). FABRIK's limit steering chooses swivels and bends
+/// discretely, which showed as pops in tracking (a bone turning 0.2–3 rad in one frame where
+/// the motion turns 0.03); the least joint motion has none. Measured on the humanoid tracking
+/// and §4.3.2 reconstruction benchmarks (docs/benchmarks.md): 0.05 removes every pop and keeps
+/// the constrained reconstruction at least as accurate as FABRIK alone.
+const TRACK_FRACTION: f64 = 0.05;
+
+/// Most damped-least-squares steps a small tracking move may take before FABRIK takes over.
+const TRACK_ITERATIONS: u32 = 40;
+
 /// How far (radians) a straight joint with a preferred bend is nudged before solving.
 const BEND_NUDGE: f64 = 0.05;
 
@@ -154,32 +166,7 @@ impl Solver for Fabrik {
             local_rotations(rig, &self.frames, &mut pose.rotations);
             done
         } else {
-            self.apply_poles(problem, settings.tolerance);
-            self.nudge_straight_joints(problem, settings.tolerance);
-            let (iterations, stop) = self.solve_tree(problem, &settings);
-            local_rotations(rig, &self.frames, &mut pose.rotations);
-            if problem.root() == RootMode::Free {
-                let b0 = rig.bone(0);
-                pose.root_translation = b0.rest_rotation.conjugate() * (self.frames.heads[0] - b0.rest_head);
-            }
-            match stop {
-                StopReason::Stalled | StopReason::IterationLimit
-                    if iterations < settings.max_iterations
-                        && self.unmet_if_all_within_reach(problem, settings.tolerance).is_some_and(|d| d > 0.0) =>
-                {
-                    // FABRIK stalled or crawls short: the damped-least-squares finish.
-                    let budget = settings.max_iterations - iterations;
-                    let out = self.dls.refine(problem, &mut pose, settings.tolerance, budget);
-                    let total = iterations + out.iterations;
-                    let stop = match () {
-                        () if out.reached => StopReason::Converged,
-                        () if total >= settings.max_iterations => StopReason::IterationLimit,
-                        () => StopReason::Stalled,
-                    };
-                    (total, stop)
-                }
-                _ => (iterations, stop),
-            }
+            self.solve_general(problem, &settings, &mut pose)
         };
 
         // Bones no goal moves keep their start rotation exactly (no round-off drift).
@@ -440,17 +427,83 @@ impl Fabrik {
         (it, stop)
     }
 
-    /// When every goal's target is within its chain's reach from where the chain's top bone's
-    /// head is now: the summed distance of the unmet goals (beyond `tolerance`), what the
-    /// damped-least-squares finish may close. `None` when some target is out of reach: FABRIK
-    /// straightens such a chain toward it, where a least-squares compromise would bend it to
-    /// help the other goals.
+    /// Everything but a lone free chain: small tracking moves by the damped-least-squares step
+    /// ([`Self::track_small_moves`]); otherwise FABRIK on bone frames from the start pose, with
+    /// what is left of the iteration budget, and the damped-least-squares finish when FABRIK
+    /// stalls or crawls short of goals within reach. `pose` receives the result (its root
+    /// translation holds the start's on entry).
+    fn solve_general(&mut self, problem: &Problem, settings: &SolveSettings, pose: &mut Pose) -> (u32, StopReason) {
+        let rig = problem.rig();
+        let spent = match self.track_small_moves(problem, settings, pose) {
+            Ok(done) => return done,
+            Err(spent) => spent,
+        };
+        self.apply_poles(problem, settings.tolerance);
+        self.nudge_straight_joints(problem, settings.tolerance);
+        let left = SolveSettings { max_iterations: settings.max_iterations - spent, ..*settings };
+        let (iterations, stop) = self.solve_tree(problem, &left);
+        let iterations = iterations + spent;
+        local_rotations(rig, &self.frames, &mut pose.rotations);
+        if problem.root() == RootMode::Free {
+            let b0 = rig.bone(0);
+            pose.root_translation = b0.rest_rotation.conjugate() * (self.frames.heads[0] - b0.rest_head);
+        }
+        let stuck = matches!(stop, StopReason::Stalled | StopReason::IterationLimit);
+        if !stuck
+            || iterations >= settings.max_iterations
+            || !self.unmet_if_all_within_reach(problem, settings.tolerance).is_some_and(|d| d > 0.0)
+        {
+            return (iterations, stop);
+        }
+        let out = self.dls.refine(problem, pose, settings.tolerance, settings.max_iterations - iterations);
+        let total = iterations + out.iterations;
+        let stop = match () {
+            () if out.reached => StopReason::Converged,
+            () if total >= settings.max_iterations => StopReason::IterationLimit,
+            () => StopReason::Stalled,
+        };
+        (total, stop)
+    }
+
+    /// Tracking: when every goal is within reach and its gap is small next to its chain's reach,
+    /// the damped-least-squares step from the start pose (the smallest joint motion that closes
+    /// the gaps) solves it; FABRIK's limit steering makes discrete choices (swivels, flips) that
+    /// show as pops between frames. `None` (and the frames untouched) when that does not apply
+    /// or does not reach within [`TRACK_ITERATIONS`] (at most half the budget): FABRIK then
+    /// solves from the start.
+    ///
+    /// `Err` carries the iterations spent (then `pose` is as on entry but its rotations).
+    fn track_small_moves(&mut self, problem: &Problem, settings: &SolveSettings, pose: &mut Pose) -> std::result::Result<(u32, StopReason), u32> {
+        let topo = problem.topology();
+        if problem.goals().iter().any(|g| g.pole.is_some()) || self.unmet_if_all_within_reach(problem, settings.tolerance).is_none() {
+            return Err(0);
+        }
+        let small = problem.goals().iter().enumerate().all(|(gi, g)| {
+            (self.frames.effector(g.bone, g.use_tail) - g.target).length() <= TRACK_FRACTION * topo.chain_reach[gi]
+        });
+        if !small {
+            return Err(0);
+        }
+        let start_root = pose.root_translation;
+        pose.rotations.copy_from_slice(&self.start_locals);
+        let out = self.dls.refine(problem, pose, settings.tolerance, TRACK_ITERATIONS.min(settings.max_iterations / 2));
+        if out.reached {
+            return Ok((out.iterations, StopReason::Converged));
+        }
+        pose.root_translation = start_root;
+        Err(out.iterations)
+    }
+
+    /// When every goal's target is within reach: the summed distance of the unmet goals (beyond
+    /// `tolerance`), what the damped-least-squares steps may close. `None` when some target is
+    /// out of reach even with every moved bone above its chain helping (from its anchor's head,
+    /// see `Topology::anchor_reach`): FABRIK straightens such a chain toward its target, where a
+    /// least-squares compromise would bend it to help the other goals.
     fn unmet_if_all_within_reach(&self, problem: &Problem, tolerance: f64) -> Option<f64> {
         let topo = problem.topology();
         let mut total = 0.0;
-        for (gi, g) in problem.goals().iter().enumerate() {
-            let top = *topo.moved[gi].last()?;
-            if (g.target - self.frames.heads[top]).length() >= topo.chain_reach[gi] {
+        for (g, &(anchor, reach)) in problem.goals().iter().zip(&topo.anchor_reach) {
+            if (g.target - self.frames.heads[anchor]).length() >= reach {
                 return None;
             }
             let d = (self.frames.effector(g.bone, g.use_tail) - g.target).length();
@@ -1322,3 +1375,4 @@ mod tests {
         }
     }
 }
+
