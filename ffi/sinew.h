@@ -167,9 +167,13 @@ enum sinew_method
  {
   /**
    * Forward And Backward Reaching IK (Aristidou & Lasenby), multi-chain with sub-bases and
-   * joint limits.
+   * joint limits, finishing with damped least squares.
    */
   SINEW_METHOD_FABRIK = 0,
+  /**
+   * Damped least squares (the Jacobian family), from the start pose alone.
+   */
+  SINEW_METHOD_DLS = 1,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L

@@ -157,6 +157,21 @@ def test_two_goals_on_a_tree():
     assert sol.worst_residual < 0.05, sol.residuals
 
 
+def test_dls_method_solves_the_same_problems():
+    rig = y_shape()
+    goals = [sinew.Goal("arm2.L", (2.5, 0.3, 4.0)), sinew.Goal("arm2.R", (-2.0, -0.5, 4.5))]
+    solver = sinew.Solver("dls", max_iterations=300)
+    assert solver.method == "dls"
+    sol = solver.solve(rig, goals)
+    _, tails, _ = rig.forward_kinematics(sol.rotations)
+    for g, r in zip(goals, sol.residuals):
+        assert np.linalg.norm(tails[rig.index(g.bone)] - g.target) == pytest.approx(r, abs=1e-9)
+    assert sol.reached, (sol.stop_reason, sol.residuals)
+    assert_bone_lengths_kept(rig, sol.rotations)
+    seq = solver.solve_sequence(rig, goals, np.array([[g.target for g in goals]] * 3, dtype=float))
+    assert seq.rotations.shape == (3, len(rig), 4) and bool(np.all(seq.reached))
+
+
 def circle_targets(frames: int, radius: float = 3.0, height: float = 6.0) -> np.ndarray:
     t = np.linspace(0, 2 * np.pi, frames)
     return np.stack([radius * np.cos(t), radius * np.sin(t), height + 0.5 * np.sin(3 * t)], axis=1)

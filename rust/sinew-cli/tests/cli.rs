@@ -205,7 +205,7 @@ fn bad_command_lines_exit_2_with_a_hint() {
         (vec![], "no command given"),
         (vec!["frobnicate"], "unknown command \"frobnicate\""),
         (vec!["solve"], "solve needs a problem file"),
-        (vec!["solve", g, "--method", "ccd"], "unknown method \"ccd\"; available: fabrik"),
+        (vec!["solve", g, "--method", "ccd"], "unknown method \"ccd\"; available: fabrik, dls"),
         (vec!["solve", g, "--method"], "--method needs a method name"),
         (vec!["solve", g, "--iterations", "many"], "not a whole number"),
         (vec!["solve", g, "--iterations", "0"], "max_iterations"),

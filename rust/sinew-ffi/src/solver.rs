@@ -16,8 +16,10 @@ use crate::status::{FfiError, FfiResult, ffi_status, ffi_value, sinew_status};
 #[allow(non_camel_case_types)]
 pub enum sinew_method {
     /// Forward And Backward Reaching IK (Aristidou & Lasenby), multi-chain with sub-bases and
-    /// joint limits.
+    /// joint limits, finishing with damped least squares.
     Fabrik = 0,
+    /// Damped least squares (the Jacobian family), from the start pose alone.
+    Dls = 1,
 }
 
 /// Whether bone 0 (the rig's root) may translate, for `sinew_problem_new`.
@@ -79,6 +81,7 @@ impl sinew_settings {
     pub(crate) fn from_core(method: Method, s: SolveSettings) -> Self {
         let method = match method {
             Method::Fabrik => sinew_method::Fabrik,
+            Method::Dls => sinew_method::Dls,
         };
         Self {
             method: method as u32,
@@ -91,10 +94,11 @@ impl sinew_settings {
     fn to_core(self) -> FfiResult<(Method, SolveSettings)> {
         let method = match self.method {
             0 => Method::Fabrik,
+            1 => Method::Dls,
             m => {
                 return Err(FfiError::new(
                     sinew_status::InvalidSetting,
-                    format!("method {m} is not a sinew_method (0 = fabrik)"),
+                    format!("method {m} is not a sinew_method (0 = fabrik, 1 = dls)"),
                 ));
             }
         };
@@ -184,6 +188,7 @@ pub unsafe extern "C" fn sinew_settings_default(out_settings: *mut sinew_setting
 pub extern "C" fn sinew_method_name(method: u32) -> *const c_char {
     match method {
         0 => c"fabrik".as_ptr(),
+        1 => c"dls".as_ptr(),
         _ => std::ptr::null(),
     }
 }

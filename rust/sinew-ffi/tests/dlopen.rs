@@ -277,6 +277,17 @@ fn json_models_match_the_core(api: &Api) {
         api.ok(unsafe { api.sinew_solver_info(solver, again.as_mut_ptr()) });
         assert_eq!(unsafe { again.assume_init() }, info);
 
+        // The same problem with `sinew_method` 1 (damped least squares) against the core's Dls.
+        let dls = sinew_core::Method::Dls.solver(lp.settings).unwrap().solve(&lp.problem, &lp.pose).unwrap();
+        let mut st = std::mem::MaybeUninit::<sinew_settings>::uninit();
+        api.ok(unsafe { api.sinew_problem_settings(problem, st.as_mut_ptr()) });
+        let st = sinew_settings { method: 1, ..unsafe { st.assume_init() } };
+        let mut dls_solver = null_mut();
+        api.ok(unsafe { api.sinew_solver_new(&st, &mut dls_solver) });
+        api.ok(unsafe { api.sinew_solver_solve(dls_solver, problem, null(), 0, null(), null_mut()) });
+        assert_same(&api.rotations(dls_solver, n), &core_rotations(&dls), &format!("{name} dls rotations"));
+        unsafe { api.sinew_solver_free(dls_solver) };
+
         // Bone names and counts come back as the file has them.
         let mut count = 0;
         api.ok(unsafe { api.sinew_problem_bone_count(problem, &mut count) });
@@ -564,7 +575,8 @@ fn versions_and_names(api: &Api) {
     assert_eq!(cstr(unsafe { api.sinew_status_name(17) }), "SINEW_STATUS_PANIC");
     assert_eq!(cstr(unsafe { api.sinew_status_name(9999) }), "SINEW_STATUS_UNKNOWN");
     assert_eq!(cstr(unsafe { api.sinew_method_name(0) }), "fabrik");
-    assert!(unsafe { api.sinew_method_name(1) }.is_null());
+    assert_eq!(cstr(unsafe { api.sinew_method_name(1) }), "dls");
+    assert!(unsafe { api.sinew_method_name(2) }.is_null());
     for (i, s) in ["converged", "stalled", "out_of_reach", "iteration_limit"].iter().enumerate() {
         assert_eq!(cstr(unsafe { api.sinew_stop_reason_name(i as u32) }), *s);
     }

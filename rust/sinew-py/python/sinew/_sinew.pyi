@@ -347,7 +347,8 @@ class Solver:
         stall_tolerance: float = 1e-7,
     ) -> Solver:
         """Args:
-            method: ``"fabrik"`` (the only method so far).
+            method: ``"fabrik"`` (FABRIK with a damped-least-squares finish) or ``"dls"`` (damped
+                least squares alone).
             max_iterations: iteration cap (>= 1).
             tolerance: a goal is reached within this distance (rig units, > 0).
             stall_tolerance: stop when no effector moves more than this per iteration (>= 0).

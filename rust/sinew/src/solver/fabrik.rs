@@ -21,7 +21,7 @@
 
 use glam::{DMat3, DQuat, DVec3};
 
-use super::jacobian::Dls;
+use super::jacobian::DlsSteps;
 use super::{Solution, SolveSettings, Solver, StopReason};
 use crate::error::Result;
 use crate::goal::Pole;
@@ -114,7 +114,7 @@ pub struct Fabrik {
     /// [`Fabrik::refresh_below`]).
     changed: Vec<bool>,
     /// The damped-least-squares finish (see the module docs).
-    dls: Dls,
+    dls: DlsSteps,
 }
 
 impl Fabrik {
@@ -169,33 +169,7 @@ impl Solver for Fabrik {
             self.solve_general(problem, &settings, &mut pose)
         };
 
-        // Bones no goal moves keep their start rotation exactly (no round-off drift).
-        // Each quaternion stays in its start's hemisphere, so warm-started frames are
-        // sign-continuous and interpolating keys never takes the long way round.
-        for (i, q) in pose.rotations.iter_mut().enumerate() {
-            let s = self.start_locals[i];
-            if !topo.is_active[i] {
-                *q = s;
-            } else if q.dot(s) < 0.0 {
-                *q = -*q;
-            }
-        }
-        // Residuals of the pose as returned (forward kinematics of it), so they agree with what
-        // any caller recomputes, to the last bit.
-        rig.forward_into(&pose, &mut self.frames);
-        let residuals: Vec<f64> = goals
-            .iter()
-            .map(|g| (self.frames.effector(g.bone, g.use_tail) - g.target).length())
-            .collect();
-        let reached = residuals.iter().all(|&r| r <= settings.tolerance);
-        // Joint positions met the targets but the pose misses them by the round-off of bones
-        // counted as connected (`Rig::is_connected`): stalled, not converged.
-        let stop = match stop {
-            _ if reached => StopReason::Converged,
-            StopReason::Converged => StopReason::Stalled,
-            other => other,
-        };
-        Ok(Solution { pose, iterations, residuals, reached, stop })
+        Ok(Solution::of_pose(problem, &self.start_locals, pose, &mut self.frames, iterations, stop, settings.tolerance))
     }
 }
 

@@ -1,7 +1,7 @@
-//! Joint-space damped least squares (the Jacobian family; Nilsson's thesis §2.4.3 and Buss 2004,
-//! "DLS"), on the same [`Problem`] as every solver: the finish FABRIK hands over to when its
-//! point steps stall or crawl short of goals that limits and sub-bases make hard (see
-//! [`super::Fabrik`]).
+//! Joint-space damped least squares steps (the Jacobian family; Nilsson's thesis §2.4.3 and
+//! Buss 2004, "DLS") on the same [`Problem`] as every solver: the [`super::Dls`] solver runs
+//! them from the start pose, and [`super::Fabrik`] hands over to them for small tracking moves
+//! and when its point steps stall or crawl short of goals that limits and sub-bases make hard.
 //!
 //! The unknowns are small turns of every bone some goal moves: three world axes about the bone's
 //! head (one, the hinge axis, for a hinge; none for a locked bone), each scaled by
@@ -48,7 +48,7 @@ struct Dof {
 
 /// Scratch space and state of a damped-least-squares solve, reused between solves.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Dls {
+pub(crate) struct DlsSteps {
     dofs: Vec<Dof>,
     /// Per bone: the direction a clamp blocked (world, unit), if any.
     blocked: Vec<Option<DVec3>>,
@@ -76,7 +76,7 @@ pub(crate) struct DlsOutcome {
     pub reached: bool,
 }
 
-impl Dls {
+impl DlsSteps {
     /// Refines `pose` (inside every limit; `locked` gives the rotations of locked bones) toward
     /// the goals for at most `max_iterations` steps; `pose` only ever gets better (lower
     /// weighted squared residual). Stops when every goal is within `tolerance`, or at a local

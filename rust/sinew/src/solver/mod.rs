@@ -1,18 +1,22 @@
 //! The solver interface every method implements, its settings and its result.
 //!
-//! FABRIK ([`Fabrik`]) is the first method; CCD, triangulation, the Jacobian family and Jack-style
-//! nonlinear programming come behind the same [`Solver`] trait, on the same [`Problem`] and
-//! [`Solution`].
+//! FABRIK ([`Fabrik`], with a damped-least-squares finish) is the main method, and damped least
+//! squares ([`Dls`]) the first of the Jacobian family; CCD, triangulation, the rest of the
+//! Jacobian family and Jack-style nonlinear programming come behind the same [`Solver`] trait, on
+//! the same [`Problem`] and [`Solution`]. Shared machinery: `jacobian` (the joint-space DLS
+//! steps both use).
 
+mod dls;
 mod fabrik;
 mod jacobian;
 
+pub use dls::Dls;
 pub use fabrik::Fabrik;
 
 use glam::{DQuat, DVec3};
 
 use crate::error::{Error, Result};
-use crate::pose::Pose;
+use crate::pose::{Frames, Pose};
 use crate::problem::Problem;
 
 /// Settings shared by every solver.
@@ -88,6 +92,44 @@ pub struct Solution {
 }
 
 impl Solution {
+    /// The solution a solver returns for its solved `pose` (`start` holds the start pose's
+    /// normalised rotations): bones no goal moves keep their start rotation exactly (no
+    /// round-off drift), and every quaternion stays in its start's hemisphere, so warm-started
+    /// frames are sign-continuous and interpolating keys never takes the long way round. The
+    /// residuals are those of the pose as returned (its forward kinematics into `frames`), so
+    /// they agree with what any caller recomputes, to the last bit; joint positions that met the
+    /// targets but whose pose misses them by round-off (of bones counted as connected,
+    /// `Rig::is_connected`) make a `Converged` stop `Stalled`.
+    pub(crate) fn of_pose(
+        problem: &Problem,
+        start: &[DQuat],
+        mut pose: Pose,
+        frames: &mut Frames,
+        iterations: u32,
+        stop: StopReason,
+        tolerance: f64,
+    ) -> Self {
+        let topo = problem.topology();
+        for (i, q) in pose.rotations.iter_mut().enumerate() {
+            let s = start[i];
+            if !topo.is_active[i] {
+                *q = s;
+            } else if q.dot(s) < 0.0 {
+                *q = -*q;
+            }
+        }
+        problem.rig().forward_into(&pose, frames);
+        let residuals: Vec<f64> =
+            problem.goals().iter().map(|g| (frames.effector(g.bone, g.use_tail) - g.target).length()).collect();
+        let reached = residuals.iter().all(|&r| r <= tolerance);
+        let stop = match stop {
+            _ if reached => StopReason::Converged,
+            StopReason::Converged => StopReason::Stalled,
+            other => other,
+        };
+        Solution { pose, iterations, residuals, reached, stop }
+    }
+
     /// The largest per-goal residual (0 without goals).
     #[must_use]
     pub fn worst_residual(&self) -> f64 {
@@ -132,16 +174,18 @@ pub trait Solver: std::fmt::Debug + Send {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Method {
-    /// Forward And Backward Reaching IK (tech report §3.7).
+    /// Forward And Backward Reaching IK (tech report §3.7), with a damped-least-squares finish.
     #[default]
     Fabrik,
+    /// Damped least squares (the Jacobian family: Nilsson's thesis §2.4.3).
+    Dls,
 }
 
 impl Method {
     /// Every method, for listings.
-    pub const ALL: [Method; 1] = [Method::Fabrik];
+    pub const ALL: [Method; 2] = [Method::Fabrik, Method::Dls];
 
-    /// The method called `name` (`"fabrik"`).
+    /// The method called `name` (`"fabrik"`, `"dls"`).
     ///
     /// # Errors
     /// [`Error::UnknownMethod`] for an unknown name.
@@ -157,6 +201,7 @@ impl Method {
     pub fn name(self) -> &'static str {
         match self {
             Self::Fabrik => "fabrik",
+            Self::Dls => "dls",
         }
     }
 
@@ -168,6 +213,7 @@ impl Method {
         let settings = settings.validated()?;
         Ok(match self {
             Self::Fabrik => Box::new(Fabrik::new(settings)),
+            Self::Dls => Box::new(Dls::new(settings)),
         })
     }
 }

@@ -1,0 +1,68 @@
+//! Damped least squares (the Jacobian family: Nilsson's thesis §2.4.3, Buss 2004), the same
+//! joint-space steps FABRIK finishes with ([`super::jacobian`]), run from the start pose alone.
+//!
+//! Every bone some goal moves turns about its head (a hinge about its axis; locked bones stay),
+//! the free root translates, each step `Δθ = Jᵀ (J Jᵀ + λ² I)⁻¹ e` with Levenberg–Marquardt's λ,
+//! then each bone is clamped to its limit. Position and orientation goals with their weights are
+//! used; poles are not (a pole is FABRIK's: see [`crate::Pole`]). A local method: from a start
+//! far from the targets it can settle in a local minimum that FABRIK's global steps avoid, which
+//! is why FABRIK takes the big moves and DLS the end game in [`super::Fabrik`].
+
+use glam::DQuat;
+
+use super::jacobian::DlsSteps;
+use super::{Solution, SolveSettings, Solver, StopReason};
+use crate::error::Result;
+use crate::pose::{Frames, Pose};
+use crate::problem::Problem;
+
+/// The damped-least-squares solver. Keeps its scratch space between solves.
+#[derive(Debug, Clone, Default)]
+pub struct Dls {
+    settings: SolveSettings,
+    steps: DlsSteps,
+    start_locals: Vec<DQuat>,
+    frames: Frames,
+}
+
+impl Dls {
+    /// A damped-least-squares solver with `settings` (checked when solving). `stall_tolerance`
+    /// is not used: it stops at a local minimum, where no step of any damping lowers the error.
+    #[must_use]
+    pub fn new(settings: SolveSettings) -> Self {
+        Self { settings, ..Self::default() }
+    }
+}
+
+impl Solver for Dls {
+    fn name(&self) -> &'static str {
+        "dls"
+    }
+
+    fn settings(&self) -> &SolveSettings {
+        &self.settings
+    }
+
+    fn solve(&mut self, problem: &Problem, start: &Pose) -> Result<Solution> {
+        let settings = self.settings.validated()?;
+        problem.check_pose(start)?;
+        let rig = problem.rig();
+        self.start_locals.clear();
+        self.start_locals.extend(start.rotations.iter().map(|q| q.normalize()));
+        // A start outside a limit is brought inside first: the steps keep every pose inside.
+        let mut pose = Pose { rotations: self.start_locals.clone(), root_translation: start.root_translation };
+        for &b in &problem.topology().active {
+            let limit = &rig.bone(b).limit;
+            if !limit.locked {
+                pose.rotations[b] = limit.clamp(pose.rotations[b]);
+            }
+        }
+        let out = self.steps.refine(problem, &mut pose, settings.tolerance, settings.max_iterations);
+        let stop = match () {
+            () if out.reached => StopReason::Converged,
+            () if out.iterations >= settings.max_iterations => StopReason::IterationLimit,
+            () => StopReason::Stalled,
+        };
+        Ok(Solution::of_pose(problem, &self.start_locals, pose, &mut self.frames, out.iterations, stop, settings.tolerance))
+    }
+}
