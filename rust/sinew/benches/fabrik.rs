@@ -18,6 +18,9 @@
 //!   limits, so always reachable), 1000 frames at 60 fps, each frame warm-started from the
 //!   previous solution.
 //!
+//! - `dls: ...`, `dls_*`: the same sets solved by damped least squares alone (`Method::Dls`), the
+//!   Jacobian peer with the same limits, in the same run; and the §4.3.2 reconstruction with it.
+//!
 //! Each criterion iteration is one solve; iterations cycle through the 1000 cases, so criterion's
 //! figure is the mean time per solve over the set. The median per solve is measured separately
 //! (each case timed alone, best of 5) and written with the stats.
@@ -32,7 +35,7 @@ use std::time::{Duration, Instant};
 use common::{Rng, jitter, load, mean, median, reconstruct, synth_motion, without_limits};
 use criterion::{Criterion, criterion_group};
 use glam::DVec3;
-use sinew::{Fabrik, LoadedProblem, Pose, Problem, Solution, SolveSettings, Solver};
+use sinew::{LoadedProblem, Method, Pose, Problem, Solution, SolveSettings};
 
 const CASES: usize = 1000;
 const FRAMES: usize = 1000;
@@ -108,8 +111,8 @@ fn problems(lp: &LoadedProblem, targets: &[DVec3]) -> Vec<Problem> {
 }
 
 /// Median over cases of the best of 5 timings of one solve (nanoseconds).
-fn median_solve_ns(settings: SolveSettings, cases: &[(Problem, Pose)]) -> f64 {
-    let mut solver = Fabrik::new(settings);
+fn median_solve_ns(method: Method, settings: SolveSettings, cases: &[(Problem, Pose)]) -> f64 {
+    let mut solver = method.solver(settings).unwrap();
     let mut per_case: Vec<f64> = cases
         .iter()
         .map(|(p, start)| {
@@ -148,28 +151,29 @@ impl Summary {
     }
 }
 
-fn summarize(name: &str, settings: SolveSettings, cases: &[(Problem, Pose)]) -> Summary {
-    let mut solver = Fabrik::new(settings);
+fn summarize(name: &str, method: Method, settings: SolveSettings, cases: &[(Problem, Pose)]) -> Summary {
+    let mut solver = method.solver(settings).unwrap();
     let sols: Vec<Solution> = cases.iter().map(|(p, s)| solver.solve(p, s).unwrap()).collect();
     Summary {
         name: name.into(),
         iterations: sols.iter().map(|s| f64::from(s.iterations)).collect(),
         reached: sols.iter().filter(|s| s.reached).count(),
-        median_ns: median_solve_ns(settings, cases),
+        median_ns: median_solve_ns(method, settings, cases),
     }
 }
 
 /// A tracking run: per frame, the problem (targets set) and the warm start (previous solution).
 struct Tracking {
+    method: Method,
     settings: SolveSettings,
     frames: Vec<(Problem, Pose)>,
     solutions: Vec<Solution>,
 }
 
-fn tracking(file: &str) -> Tracking {
+fn tracking(file: &str, method: Method) -> Tracking {
     let lp = load(file);
     let tracks = common::humanoid_tracks(FRAMES, 60.0, 7);
-    let mut solver = Fabrik::new(lp.settings);
+    let mut solver = method.solver(lp.settings).unwrap();
     let mut pose = lp.pose.clone();
     let mut frames = Vec::with_capacity(FRAMES);
     let mut solutions = Vec::with_capacity(FRAMES);
@@ -183,7 +187,7 @@ fn tracking(file: &str) -> Tracking {
         pose = sol.pose.clone();
         solutions.push(sol);
     }
-    Tracking { settings: lp.settings, frames, solutions }
+    Tracking { method, settings: lp.settings, frames, solutions }
 }
 
 fn tracking_lines(name: &str, t: &Tracking) -> String {
@@ -197,7 +201,7 @@ fn tracking_lines(name: &str, t: &Tracking) -> String {
     format!(
         "{:<36} median {:>8.0} ns/frame | iterations/frame mean {:>6.2} median {:>5} max {:>4} | reached {}/{} (worst residual {:.3} mm)\n{:<36} jitter {:.5} rad ({:.3}°) mean turn per bone per frame, largest per-frame turn {:.4} rad",
         name,
-        median_solve_ns(t.settings, &t.frames),
+        median_solve_ns(t.method, t.settings, &t.frames),
         mean(&iterations),
         median(&mut it),
         iterations.iter().copied().fold(0.0, f64::max),
@@ -211,9 +215,9 @@ fn tracking_lines(name: &str, t: &Tracking) -> String {
     )
 }
 
-fn bench_single(c: &mut Criterion, group: &str, name: &str, settings: SolveSettings, cases: &[(Problem, Pose)]) {
+fn bench_single(c: &mut Criterion, group: &str, name: &str, method: Method, settings: SolveSettings, cases: &[(Problem, Pose)]) {
     let mut g = c.benchmark_group(group);
-    let mut solver = Fabrik::new(settings);
+    let mut solver = method.solver(settings).unwrap();
     let mut k = 0usize;
     g.bench_function(name, |b| {
         b.iter(|| {
@@ -251,7 +255,12 @@ fn benches(c: &mut Criterion) {
     );
     stats.push_str(&head);
     for (group, name, lp, cases) in &sets {
-        let s = summarize(&format!("{group}/{name}"), lp.settings, cases);
+        let s = summarize(&format!("{group}/{name}"), Method::Fabrik, lp.settings, cases);
+        writeln!(stats, "{}", s.line()).unwrap();
+    }
+    // The Jacobian peer: damped least squares alone, same sets, same limits, same start.
+    for (group, name, lp, cases) in &sets {
+        let s = summarize(&format!("dls: {group}/{name}"), Method::Dls, lp.settings, cases);
         writeln!(stats, "{}", s.line()).unwrap();
     }
     // Fixed cost: problems whose targets are already met (0 iterations), from the start pose.
@@ -268,7 +277,7 @@ fn benches(c: &mut Criterion) {
             p.set_target(gi, rest.effector(g.bone, g.use_tail)).unwrap();
         }
         let name = format!("{}/targets_already_met", file.trim_end_matches(".json").trim_start_matches("paper_"));
-        let s = summarize(&name, lp.settings, &[(p, lp.pose.clone())]);
+        let s = summarize(&name, Method::Fabrik, lp.settings, &[(p, lp.pose.clone())]);
         writeln!(stats, "{}", s.line()).unwrap();
     }
 
@@ -332,8 +341,10 @@ fn benches(c: &mut Criterion) {
     )
     .unwrap();
 
-    let humanoid = tracking("paper_humanoid13.json");
-    let humanoid_limited = tracking("paper_humanoid13_constrained.json");
+    let humanoid = tracking("paper_humanoid13.json", Method::Fabrik);
+    let humanoid_limited = tracking("paper_humanoid13_constrained.json", Method::Fabrik);
+    let dls_humanoid = tracking("paper_humanoid13.json", Method::Dls);
+    let dls_humanoid_limited = tracking("paper_humanoid13_constrained.json", Method::Dls);
     let truth = synth_motion(load("paper_humanoid13_constrained.json").problem.rig(), 7, FRAMES, 60.0);
     let truth_turn = truth.windows(2).map(|w| w[1].max_angle_to(&w[0])).fold(0.0, f64::max);
     writeln!(
@@ -347,6 +358,8 @@ fn benches(c: &mut Criterion) {
     .unwrap();
     writeln!(stats, "{}", tracking_lines("humanoid13/tracking", &humanoid)).unwrap();
     writeln!(stats, "{}", tracking_lines("humanoid13_constrained/tracking", &humanoid_limited)).unwrap();
+    writeln!(stats, "{}", tracking_lines("dls: humanoid13/tracking", &dls_humanoid)).unwrap();
+    writeln!(stats, "{}", tracking_lines("dls: humanoid13_constrained/tracking", &dls_humanoid_limited)).unwrap();
 
     // §4.3.2 reconstruction: motion inside the constrained humanoid's limits, targets from FK of
     // the true pose at the four effectors, solved with and without the limits.
@@ -383,6 +396,26 @@ fn benches(c: &mut Criterion) {
         .unwrap();
     }
     writeln!(stats, "  mean: constrained {:.2} mm, unconstrained {:.2} mm", mean(&ec), mean(&eu)).unwrap();
+    // The same with damped least squares alone (the Jacobian peer, same limits).
+    let mut ed = Vec::new();
+    for seed in 1..=3 {
+        let truth = synth_motion(constrained.rig(), seed, FRAMES, 30.0);
+        let t0 = Instant::now();
+        let rd = common::reconstruct_with(Method::Dls, &constrained, &truth, lp.settings);
+        let td = t0.elapsed();
+        ed.push(rd.mean_joint_error);
+        writeln!(
+            stats,
+            "  seed {seed}: dls constrained {:>7.2} mm ({:>4}/{} frames reached, {:>6.1} it/frame, {:>6.1} µs/frame)",
+            rd.mean_joint_error,
+            rd.frames_reached,
+            rd.frames,
+            rd.mean_iterations,
+            td.as_secs_f64() * 1e6 / FRAMES as f64
+        )
+        .unwrap();
+    }
+    writeln!(stats, "  mean: dls constrained {:.2} mm", mean(&ed)).unwrap();
 
     eprintln!("\n{stats}");
     let target_dir = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
@@ -396,8 +429,12 @@ fn benches(c: &mut Criterion) {
 
     // Criterion timings.
     for (group, name, lp, cases) in &sets {
-        bench_single(c, group, name, lp.settings, cases);
+        bench_single(c, group, name, Method::Fabrik, lp.settings, cases);
     }
+    for (group, name, lp, cases) in &sets[..1] {
+        bench_single(c, &format!("dls_{group}"), name, Method::Dls, lp.settings, cases);
+    }
+    bench_single(c, "dls_chain10_constrained", "in_limit_targets", Method::Dls, limited.settings, &sets[3].3);
     {
         let mut g = c.benchmark_group("textbook_alg1");
         let mut k = 0usize;
@@ -411,8 +448,17 @@ fn benches(c: &mut Criterion) {
         });
         g.finish();
     }
-    bench_single(c, "humanoid13", "tracking", humanoid.settings, &humanoid.frames);
-    bench_single(c, "humanoid13_constrained", "tracking", humanoid_limited.settings, &humanoid_limited.frames);
+    bench_single(c, "humanoid13", "tracking", Method::Fabrik, humanoid.settings, &humanoid.frames);
+    bench_single(c, "humanoid13_constrained", "tracking", Method::Fabrik, humanoid_limited.settings, &humanoid_limited.frames);
+    bench_single(c, "dls_humanoid13", "tracking", Method::Dls, dls_humanoid.settings, &dls_humanoid.frames);
+    bench_single(
+        c,
+        "dls_humanoid13_constrained",
+        "tracking",
+        Method::Dls,
+        dls_humanoid_limited.settings,
+        &dls_humanoid_limited.frames,
+    );
 }
 
 fn config() -> Criterion {

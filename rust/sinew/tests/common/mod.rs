@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use glam::{DQuat, DVec3};
 use sinew::geometry::from_rotation_vector;
-use sinew::{Fabrik, Goal, JointLimit, LoadedProblem, Pose, Problem, Rig, Solution, SolveSettings, Solver, Swing};
+use sinew::{Fabrik, Goal, JointLimit, LoadedProblem, Method, Pose, Problem, Rig, Solution, SolveSettings, Solver, Swing};
 
 /// SplitMix64: tiny, seeded, and the same on every platform.
 #[derive(Debug, Clone)]
@@ -341,9 +341,14 @@ pub struct Reconstruction {
 /// Tracks the effectors of `truth` (the problem's goals' bones) frame by frame, warm-started, and
 /// compares every joint position with the ground truth.
 pub fn reconstruct(problem: &Problem, truth: &[Pose], settings: SolveSettings) -> Reconstruction {
+    reconstruct_with(Method::Fabrik, problem, truth, settings)
+}
+
+/// [`reconstruct`] with the solver of `method`.
+pub fn reconstruct_with(method: Method, problem: &Problem, truth: &[Pose], settings: SolveSettings) -> Reconstruction {
     let rig = problem.rig();
     let mut p = problem.clone();
-    let mut solver = Fabrik::new(settings);
+    let mut solver = method.solver(settings).unwrap();
     let mut pose = Pose::rest(rig.len());
     let mut err = 0.0;
     let mut count = 0usize;
