@@ -113,6 +113,9 @@ pub struct Fabrik {
     /// Per bone: whether its frame changed in the current finishing step (see
     /// [`Fabrik::refresh_below`]).
     changed: Vec<bool>,
+    /// Per goal: the gap below which its free tail is finished in closed form
+    /// ([`finish_threshold`]).
+    finish_below: Vec<f64>,
     /// The damped-least-squares finish (see the module docs).
     dls: DlsSteps,
 }
@@ -345,8 +348,8 @@ impl Fabrik {
         let tol = s.tolerance;
         let mut stop = StopReason::IterationLimit;
         let mut it = 0;
-        let finish_below: Vec<f64> =
-            goals.iter().zip(&self.effectors).map(|(g, e)| finish_threshold((*e - g.target).length(), tol)).collect();
+        self.finish_below.clear();
+        self.finish_below.extend(goals.iter().zip(&self.effectors).map(|(g, e)| finish_threshold((*e - g.target).length(), tol)));
         // The unmet distance at the start of the current window (see [`CRAWL_WINDOW`]).
         let mut window_start = self.unmet_if_all_within_reach(problem, tol);
         while it < s.max_iterations {
@@ -358,7 +361,7 @@ impl Fabrik {
             self.keep_tree_poles(problem);
             self.forward_stage(problem);
             self.backward_stage(problem, root_head);
-            self.finish_free_tails(problem, &finish_below);
+            self.finish_free_tails(problem, false);
             // Stalled when no goal still short of its target moves: goals already within
             // tolerance may keep creeping closer, but that is no reason to go on.
             let mut moved = 0.0f64;
@@ -373,7 +376,7 @@ impl Fabrik {
                 // Stalled: a free tail may still be bent onto its target in closed form (a
                 // straight chain on its target's own line never bends under FABRIK's steps).
                 let before: f64 = goals.iter().map(|g| (self.frames.effector(g.bone, g.use_tail) - g.target).length()).sum();
-                self.finish_free_tails(problem, &vec![f64::INFINITY; goals.len()]);
+                self.finish_free_tails(problem, true);
                 let after: f64 = goals.iter().map(|g| (self.frames.effector(g.bone, g.use_tail) - g.target).length()).sum();
                 if after < before - tol {
                     for (g, e) in goals.iter().zip(self.effectors.iter_mut()) {
@@ -489,13 +492,14 @@ impl Fabrik {
     }
 
     /// Closes the last gap of each goal whose own bones end in a free serial chain, in closed
-    /// form ([`finish_exactly`]), once FABRIK has brought it within `finish_below[g]` or the chain
-    /// is nearly stretched. A target beyond the tail's reach straightens the tail toward it, as
+    /// form ([`finish_exactly`]), once FABRIK has brought it within `self.finish_below[g]` or the
+    /// chain is nearly stretched (or `always`, as when FABRIK has stalled). A target beyond the
+    /// tail's reach straightens the tail toward it, as
     /// Alg. 1's unreachable case does (FABRIK would only crawl there). With an orientation goal
     /// the effector takes the goal's frame and the bones above it finish onto the head that frame
     /// needs. Bones the tail carries (other goals' chains hanging from it) follow by forward
     /// kinematics.
-    fn finish_free_tails(&mut self, problem: &Problem, finish_below: &[f64]) {
+    fn finish_free_tails(&mut self, problem: &Problem, always: bool) {
         let rig = problem.rig();
         let topo = problem.topology();
         let mut changed = false;
@@ -518,7 +522,7 @@ impl Fabrik {
             let gap = (self.frames.tails[g.bone] - g.target).length();
             let top = self.frames.heads[moving[0]];
             let reach: f64 = moving.iter().map(|&b| rig.bone(b).length).sum();
-            if gap > finish_below[gi] && !nearly_stretched(top, aim_at, reach) {
+            if !always && gap > self.finish_below[gi] && !nearly_stretched(top, aim_at, reach) {
                 continue;
             }
             self.joints.clear();

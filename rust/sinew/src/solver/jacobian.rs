@@ -114,7 +114,7 @@ impl DlsSteps {
             self.fill_jacobian(problem);
             let gram = std::mem::replace(&mut self.gram, DMatrix::zeros(0, 0));
             let mut gram = if gram.shape() == (m, m) { gram } else { DMatrix::zeros(m, m) };
-            self.jac_t.tr_mul_to(&self.jac_t, &mut gram);
+            gram_into(&self.jac_t, &mut gram);
             let scale = (0..m).map(|i| gram[(i, i)]).fold(0.0, f64::max);
             if scale <= 0.0 {
                 self.gram = gram;
@@ -127,9 +127,15 @@ impl DlsSteps {
             let Some(chol) = Cholesky::new(gram) else { break };
             chol.solve_mut(&mut self.rhs);
             self.gram = chol.unpack();
-            self.jac_t.mul_to(&self.rhs, &mut self.step);
+            // Δθ = Jᵀ y, column by column (Jᵀ's columns are J's rows).
+            self.step.fill(0.0);
+            for (i, y) in self.rhs.iter().enumerate() {
+                self.step.axpy(*y, &self.jac_t.column(i), 1.0);
+            }
             let mut trial = std::mem::take(&mut self.trial);
-            trial.clone_from(pose);
+            // Field by field: the derived `Pose::clone_from` would allocate anew.
+            trial.rotations.clone_from(&pose.rotations);
+            trial.root_translation = pose.root_translation;
             self.apply_step(problem, pose, &mut trial);
             let trial_error = self.evaluate(problem, &trial);
             let better = trial_error < error;
@@ -302,6 +308,20 @@ impl DlsSteps {
             }
             trial.rotations[b] = clamped;
             turn = DVec3::ZERO;
+        }
+    }
+}
+
+/// `J Jᵀ` into `gram` (m × m) from `jac_t` = `Jᵀ` (n × m), by dot products of its contiguous
+/// columns: the sizes are small (three rows per goal), where a general matrix product's packing
+/// costs more than the arithmetic and allocates.
+fn gram_into(jac_t: &DMatrix<f64>, gram: &mut DMatrix<f64>) {
+    let m = jac_t.ncols();
+    for i in 0..m {
+        for j in 0..=i {
+            let v = jac_t.column(i).dot(&jac_t.column(j));
+            gram[(i, j)] = v;
+            gram[(j, i)] = v;
         }
     }
 }

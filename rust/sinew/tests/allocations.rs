@@ -1,0 +1,68 @@
+//! Warm-started tracking allocates nothing but its result (the README's claim): after a first
+//! solve has sized the solver's scratch space, a solve allocates the returned `Solution`'s two
+//! vectors (rotations and residuals) and nothing else, whichever path it takes (FABRIK, the
+//! damped-least-squares tracking step, the finish).
+
+mod common;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use common::load;
+use sinew::Method;
+
+struct Counting;
+
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards to the system allocator; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the caller's contract is passed on unchanged.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: as above.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: as above.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+#[test]
+fn warm_started_tracking_allocates_only_the_solution() {
+    for (file, method) in [
+        ("paper_humanoid13.json", Method::Fabrik),
+        ("paper_humanoid13_constrained.json", Method::Fabrik),
+        ("paper_humanoid13_constrained.json", Method::Dls),
+        ("paper_chain10_constrained.json", Method::Fabrik),
+    ] {
+        let lp = load(file);
+        let tracks = common::humanoid_tracks(120, 60.0, 7);
+        let mut problems = Vec::new();
+        for targets in &tracks {
+            let mut p = lp.problem.clone();
+            for gi in 0..p.goals().len() {
+                p.set_target(gi, targets[gi % targets.len()]).unwrap();
+            }
+            problems.push(p);
+        }
+        let mut solver = method.solver(lp.settings).unwrap();
+        let mut pose = solver.solve(&problems[0], &lp.pose).unwrap().pose;
+        let mut worst = 0;
+        for p in &problems[1..] {
+            let before = ALLOCATIONS.load(Ordering::Relaxed);
+            let sol = solver.solve(p, &pose).unwrap();
+            worst = worst.max(ALLOCATIONS.load(Ordering::Relaxed) - before);
+            pose = sol.pose;
+        }
+        assert!(worst <= 2, "{file} with {}: a solve made {worst} allocations", method.name());
+    }
+}
