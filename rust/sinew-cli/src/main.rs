@@ -159,11 +159,10 @@ fn load(path: &str) -> Result<LoadedProblem, Failure> {
     }
     // An unknown name is reported as such (the core only says the parent is not earlier).
     for b in &file.bones {
-        if let Some(parent) = &b.parent {
-            if !file.bones.iter().any(|o| &o.name == parent) {
+        if let Some(parent) = &b.parent
+            && !file.bones.iter().any(|o| &o.name == parent) {
                 return Err(Failure::Problem(format!("{name}: bone \"{}\": unknown parent bone \"{parent}\"", b.name)));
             }
-        }
     }
     file.load().map_err(|e| {
         let msg = e.to_string();

@@ -121,14 +121,13 @@ pub(crate) fn load_json(text: &str) -> FfiResult<LoadedProblem> {
     let file = ProblemFile::from_json(text)?;
     let known = |name: &str| file.bones.iter().any(|b| b.name == name);
     for b in &file.bones {
-        if let Some(p) = &b.parent {
-            if !known(p) {
+        if let Some(p) = &b.parent
+            && !known(p) {
                 return Err(FfiError::new(
                     sinew_status::UnknownBone,
                     format!("bone \"{}\": unknown parent bone \"{p}\"", b.name),
                 ));
             }
-        }
     }
     for (i, g) in file.goals.iter().enumerate() {
         if !known(&g.bone) {

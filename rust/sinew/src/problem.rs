@@ -391,11 +391,10 @@ fn validate_goal(rig: &Rig, i: usize, g: &Goal) -> Result<()> {
     if !(g.weight.is_finite() && g.weight > 0.0) {
         return Err(bad(format!("weight {} must be positive", g.weight)));
     }
-    if let Some(p) = g.pole {
-        if !p.target.is_finite() || !p.angle.is_finite() {
+    if let Some(p) = g.pole
+        && (!p.target.is_finite() || !p.angle.is_finite()) {
             return Err(bad("pole target or angle is not finite".into()));
         }
-    }
     Ok(())
 }
 

@@ -34,11 +34,10 @@ fn solve_checked(problem: &Problem, settings: SolveSettings, start: &Pose) -> So
     if let Err(e) = check_solution(problem, start, &sol, settings.tolerance, 1e-9) {
         panic!("{e}");
     }
-    if sol.reached || sol.stop == StopReason::OutOfReach {
-        if let Err(e) = check_fixed_point(&mut solver, problem, &sol, 1e-9) {
+    if (sol.reached || sol.stop == StopReason::OutOfReach)
+        && let Err(e) = check_fixed_point(&mut solver, problem, &sol, 1e-9) {
             panic!("fixed point: {e}");
         }
-    }
     sol
 }
 

@@ -452,11 +452,10 @@ proptest! {
         let b = build_case(&c, shape, if limits { Limits::Rigid } else { Limits::None });
         let mut solver = Fabrik::new(settings());
         let sol = solver.solve(&b.problem, &b.start).unwrap();
-        if sol.reached || sol.stop == StopReason::OutOfReach {
-            if let Err(e) = check_fixed_point(&mut solver, &b.problem, &sol, 1e-9) {
+        if (sol.reached || sol.stop == StopReason::OutOfReach)
+            && let Err(e) = check_fixed_point(&mut solver, &b.problem, &sol, 1e-9) {
                 prop_assert!(false, "{e}");
             }
-        }
     }
 }
 
@@ -670,11 +669,10 @@ proptest! {
         let b = build_case(&c, shape, if limits { Limits::Rigid } else { Limits::None });
         let mut solver = Fabrik::new(settings());
         let sol = solver.solve(&b.problem, &b.start).unwrap();
-        if sol.stop == StopReason::Stalled {
-            if let Err(e) = check_fixed_point(&mut solver, &b.problem, &sol, 1e-6) {
+        if sol.stop == StopReason::Stalled
+            && let Err(e) = check_fixed_point(&mut solver, &b.problem, &sol, 1e-6) {
                 prop_assert!(false, "{e}; residual {:e}", sol.worst_residual());
             }
-        }
     }
 }
 

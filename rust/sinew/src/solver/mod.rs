@@ -272,16 +272,14 @@ pub fn solve_sequence(
     if let Some(k) = inputs.targets.iter().position(|t| !t.is_finite()) {
         return Err(bad(k, "target"));
     }
-    if let Some(o) = inputs.orientations {
-        if let Some(k) = o.iter().position(|q| !q.is_finite() || q.length() < 1e-9) {
+    if let Some(o) = inputs.orientations
+        && let Some(k) = o.iter().position(|q| !q.is_finite() || q.length() < 1e-9) {
             return Err(bad(k, "orientation (or it has zero length)"));
         }
-    }
-    if let Some(p) = inputs.poles {
-        if let Some(k) = p.iter().position(|t| !t.is_finite()) {
+    if let Some(p) = inputs.poles
+        && let Some(k) = p.iter().position(|t| !t.is_finite()) {
             return Err(bad(k, "pole target"));
         }
-    }
     let mut pose = problem.checked_pose(start)?;
     // Chains with a pole Blender keeps (no other goal moves their bones) start every frame from
     // `start`, as Blender's IK starts every evaluation from the pose before IK: the pole turn is
@@ -293,16 +291,14 @@ pub fn solve_sequence(
         for gi in 0..g {
             let k = f * g + gi;
             problem.set_target(gi, inputs.targets[k])?;
-            if let Some(o) = inputs.orientations {
-                if problem.goals()[gi].orientation.is_some() {
+            if let Some(o) = inputs.orientations
+                && problem.goals()[gi].orientation.is_some() {
                     problem.set_orientation(gi, Some(o[k]))?;
                 }
-            }
-            if let Some(p) = inputs.poles {
-                if problem.goals()[gi].pole.is_some() {
+            if let Some(p) = inputs.poles
+                && problem.goals()[gi].pole.is_some() {
                     problem.set_pole_target(gi, p[k])?;
                 }
-            }
         }
         for (k, &b) in restart.iter().enumerate() {
             previous[k] = pose.rotations[b];
