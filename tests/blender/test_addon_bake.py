@@ -7,7 +7,7 @@ import time
 import bpy
 import numpy as np
 import pytest
-from mathutils import Quaternion, Vector
+from mathutils import Matrix, Quaternion, Vector
 
 import sinew_rigs as R
 
@@ -403,3 +403,100 @@ def test_rigify_generated_rig_bakes_with_zero_setup(capfd):
                              ("MCH-forearm_ik.R", "MCH-upper_arm_ik_target.R"),
                              ("MCH-shin_ik.R", "MCH-thigh_ik_target.R")):
             assert (R.world_tail(rig, bone) - R.world_head(rig, target)).length < TOL, (f, bone)
+
+
+LIMITED_RIGS = {
+    # rig: (builder, {effector: chain length})
+    "chain10": (lambda: R.make_chain(10, roll_step=0.3), {"b09": 10}),
+    "ybranch": (R.make_ybranch, {"L2": 0, "R2": 0}),
+    "metarig": (R.make_metarig, {"hand.L": 3, "hand.R": 3, "foot.L": 3, "foot.R": 3, "spine.006": 4}),
+}
+CONE = (math.radians(50), math.radians(35), math.radians(45), math.radians(40))
+TWIST = (math.radians(-20), math.radians(25))
+
+
+def _moved_bones(ob, specs):
+    moved = set()
+    for bone, n in specs.items():
+        pb, k = ob.pose.bones[bone], 0
+        while pb is not None and (n == 0 or k < n):
+            moved.add(pb.name)
+            pb, k = pb.parent, k + 1
+    return moved
+
+
+def in_limit_paths(ob, specs, moved, frames, amp=0.3):
+    """Targets reachable inside CONE and TWIST by construction: each keyed frame poses every moved
+    bone by a turn of at most `amp` rad (its swing below every cone half-angle, its twist inside
+    the range) about a fixed axis of its own, varying smoothly, and keys each effector's tail
+    there; the pose is then put back to rest."""
+    scene = bpy.context.scene
+    keyed = list(frames)[::4] + [list(frames)[-1]]
+    tails = {bone: {} for bone in specs}
+    names = sorted(moved)
+    for f in keyed:
+        for k, name in enumerate(names):
+            axis = Vector((math.sin(1.3 * k + 0.2), 0.5 * math.cos(2.1 * k), math.cos(0.7 * k + 0.4))).normalized()
+            angle = amp * math.sin(2 * math.pi * f / len(frames) + k)
+            ob.pose.bones[name].matrix_basis = Matrix.Rotation(angle, 4, axis)
+        bpy.context.view_layer.update()
+        for bone in specs:
+            tails[bone][f] = tuple(R.world_tail(ob, bone))
+    for name in names:
+        ob.pose.bones[name].matrix_basis = Matrix.Identity(4)
+    bpy.context.view_layer.update()
+    scene.frame_set(list(frames)[0])
+    return {bone: _animated_target(f"T_{bone}", tails[bone]) for bone in specs}
+
+
+@pytest.mark.parametrize("rig", sorted(LIMITED_RIGS))
+def test_bake_with_cones_and_twist_on_the_named_rigs(addon, rig):
+    """The issue's rigs (a 10-bone chain, a Y-branch, the Rigify human metarig) with a Sinew
+    four-angle cone and a twist range on every bone a goal moves, baking targets that move
+    smoothly inside what the limits allow: every moved bone is keyed on every frame, the
+    evaluated pose at each frame is the solver's, it never leaves a limit, and every target is
+    met."""
+    scene = bpy.context.scene
+    build, specs = LIMITED_RIGS[rig]
+    ob = build()
+    frames = range(1, 41)
+    moved = _moved_bones(ob, specs)
+    targets = in_limit_paths(ob, specs, moved, frames)
+    for bone, n in specs.items():
+        R.set_goal(ob, bone, targets[bone], chain_length=n)
+    R.activate(ob)
+    assert moved == {m for _b, _s, ms in addon.rig_reader.analysis(ob)["goals"] for m in ms}
+    for name in moved:
+        s = ob.pose.bones[name].sinew
+        s.use_cone = True
+        s.cone_x_pos, s.cone_x_neg, s.cone_z_pos, s.cone_z_neg = CONE
+        s.use_twist = True
+        s.twist_min, s.twist_max = TWIST
+    job = addon.pipeline.BakeJob(bpy.context, ob, 1, 40, addon.pipeline.Settings())
+    r = job.run()
+    idx = {n: k for k, n in enumerate(r.names)}
+    for name in moved:
+        pb = ob.pose.bones[name]
+        path = pb.path_from_id("rotation_quaternion" if pb.rotation_mode == 'QUATERNION' else "rotation_euler")
+        assert list(R.key_frames(R.fcurve(ob, path, 0))[0]) == list(frames), name
+    worst = max_k = max_tw = 0.0
+    for k, f in enumerate(r.frames):
+        scene.frame_set(int(f))
+        locs = R.evaluated_locals(ob)
+        for name in moved:
+            q = locs[name]
+            assert abs(Quaternion(r.rotations[k, idx[name]]).dot(q)) > 1 - 1e-6, (f, name)
+            (x, z), tw = R.swing_twist(q)
+            a = CONE[0] if x >= 0 else CONE[1]
+            b = CONE[2] if z >= 0 else CONE[3]
+            assert (x / a) ** 2 + (z / b) ** 2 <= 1 + 1e-4, (f, name, x, z)
+            max_k = max(max_k, (x / a) ** 2 + (z / b) ** 2)
+            max_tw = max(max_tw, abs(tw))
+            assert TWIST[0] - 1e-4 <= tw <= TWIST[1] + 1e-4, (f, name, math.degrees(tw))
+        for bone, t in targets.items():
+            worst = max(worst, (R.world_tail(ob, bone) - R.world_location(t)).length)
+    assert bool(np.all(r.reached)), (np.nonzero(~np.asarray(r.reached)), r.residuals.max(axis=0))
+    assert worst < TOL, worst
+    # The limits bind somewhere (a swing on its cone's boundary or a twist at a bound), so the
+    # solver had to work inside them rather than merely stay clear of them.
+    assert max_k > 0.95 or max_tw > math.radians(19.9), (max_k, math.degrees(max_tw))
