@@ -183,3 +183,52 @@ fn a_sequence_solves_each_frame_as_blender_does_from_the_start_pose() {
         previous = sol.pose.rotations.clone();
     }
 }
+
+/// The leg of `leg()` with a second goal sharing its thigh: a short bone `tag` whose head sits
+/// at the hip, aimed by its own goal (chain `tag`, `b00`; the target on the sphere its tail can
+/// reach about the pinned hip). The leg's chain is then part of a
+/// tree, where Blender's IK drops poles and Sinew keeps them (`keep_tree_poles`).
+fn leg_in_a_tree(target: DVec3, angle_deg: f64) -> (Problem, SolveSettings) {
+    let doc = json!({
+        "format": "sinew.problem/1",
+        "bones": [
+            {"name": "b00", "head": [0.0, 0.0, 0.0], "tail": [0.0, -0.3, 1.0]},
+            {"name": "b01", "parent": "b00", "head": [0.0, -0.3, 1.0], "tail": [0.0, 0.0, 2.0]},
+            {"name": "tag", "parent": "b00", "head": [0.0, 0.0, 0.0], "tail": [0.0, 0.0, -0.2]}
+        ],
+        "goals": [
+            {"bone": "b01", "target": target.to_array(), "chain_length": 2,
+             "pole": {"target": POLE.to_array(), "angle": angle_deg.to_radians()}},
+            {"bone": "tag", "target": (DVec3::new(0.1, 0.05, -0.15).normalize() * 0.2).to_array(), "chain_length": 2}
+        ],
+        "settings": {"max_iterations": 500, "tolerance": 1e-7}
+    });
+    let lp = Problem::from_json(&doc.to_string()).unwrap();
+    (lp.problem, lp.settings)
+}
+
+/// Every pole case above with the leg in a tree: the goals are reached and the pole is kept
+/// (FABRIK turns the chain to it every iteration; the damped-least-squares steps keep its
+/// swivel as one more residual).
+#[test]
+fn poles_keep_working_when_the_chain_is_part_of_a_tree() {
+    for (target, angle, knee, _x) in BLENDER {
+        let target = DVec3::from_array(target);
+        let (problem, settings) = leg_in_a_tree(target, angle);
+        assert!(!problem.topology().sub_bases.is_empty(), "the thigh is a sub-base");
+        let sol = solve(&problem, settings, &Pose::rest(3));
+        assert!(sol.reached, "{target} {angle}: {:?}", sol.residuals);
+        let f = problem.rig().forward(&sol.pose);
+        // Sinew's tree convention: seen along the line from the chain's top (the hip) to the
+        // target, the thigh's X·cos a + Z·sin a points at the pole.
+        let axis = target.normalize();
+        let flat = |v: DVec3| (v - axis * v.dot(axis)).normalize();
+        let (sin, cos) = angle.to_radians().sin_cos();
+        let side = flat(f.rotations[0] * DVec3::new(cos, 0.0, sin));
+        let off = side.angle_between(flat(POLE));
+        assert!(off < 1e-3, "{target} {angle}: the thigh's side is {off} rad off the pole");
+        // The bend is on the side the pole asks for, as Blender's lone leg bends (its knee
+        // leaves the hip–target line the same way).
+        assert!(flat(f.heads[1]).dot(flat(DVec3::from_array(knee))) > 0.5, "{target} {angle}: knee {}", f.heads[1]);
+    }
+}

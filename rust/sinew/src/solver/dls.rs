@@ -4,7 +4,9 @@
 //! Every bone some goal moves turns about its head (a hinge about its axis; locked bones stay),
 //! the free root translates, each step `Δθ = Jᵀ (J Jᵀ + λ² I)⁻¹ e` with Levenberg–Marquardt's λ,
 //! then each bone is clamped to its limit. Position and orientation goals with their weights are
-//! used; poles are not (a pole is FABRIK's: see [`crate::Pole`]). A local method: from a start
+//! used, and poles of chains that share bones with other goals (kept as one more residual); the
+//! pole of a lone chain is Blender's turn before solving, which is FABRIK's ([`crate::Pole`]) and
+//! not used here. A local method: from a start
 //! far from the targets it can settle in a local minimum that FABRIK's global steps avoid, which
 //! is why FABRIK takes the big moves and DLS the end game in [`super::Fabrik`].
 

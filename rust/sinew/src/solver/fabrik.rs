@@ -473,14 +473,15 @@ impl Fabrik {
 
     /// When every goal's target is within reach: the summed distance of the unmet goals (beyond
     /// `tolerance`), what the damped-least-squares steps may close. `None` when some target is
-    /// out of reach even with every moved bone above its chain helping (from its anchor's head,
-    /// see `Topology::anchor_reach`): FABRIK straightens such a chain toward its target, where a
-    /// least-squares compromise would bend it to help the other goals.
+    /// out of reach (by more than `tolerance`: a target at full stretch is reached by
+    /// straightening) even with every moved bone above its chain helping (from its anchor's
+    /// head, see `Topology::anchor_reach`): FABRIK straightens such a chain toward its target,
+    /// where a least-squares compromise would bend it to help the other goals.
     fn unmet_if_all_within_reach(&self, problem: &Problem, tolerance: f64) -> Option<f64> {
         let topo = problem.topology();
         let mut total = 0.0;
         for (g, &(anchor, reach)) in problem.goals().iter().zip(&topo.anchor_reach) {
-            if (g.target - self.frames.heads[anchor]).length() >= reach {
+            if (g.target - self.frames.heads[anchor]).length() > reach + tolerance {
                 return None;
             }
             let d = (self.frames.effector(g.bone, g.use_tail) - g.target).length();

@@ -8,7 +8,9 @@
 //! `1 − stiffness`, plus the root's translation when it is free. The residual stacks, per goal,
 //! `√weight · (target − effector)` and, for an orientation goal, `√weight · reach ·` the rotation
 //! vector from the effector's frame to the target frame (`reach` is the goal chain's length, so
-//! a radian counts as far as the chain reaches). A step solves
+//! a radian counts as far as the chain reaches), and for a pole on a chain that shares bones with
+//! other goals, `√weight · reach ·` its swivel from the pole ([`pole_swivel`]: Sinew keeps poles
+//! in trees, where Blender drops them). A step solves
 //! `Δθ = Jᵀ (J Jᵀ + λ² I)⁻¹ r` (the Gram matrix is small: three rows per goal), and λ adapts as
 //! Levenberg–Marquardt's: halved after a step that lowers `|r|²`, multiplied by four (and the
 //! step retried) after one that does not.
@@ -59,6 +61,8 @@ pub(crate) struct DlsSteps {
     axes: Vec<DVec3>,
     /// `moves[g * bones + b]`: bone `b` is goal `g`'s effector or one of its ancestors.
     moves: Vec<bool>,
+    /// Goals whose pole is kept in a tree (see [`pole_swivel`]): one residual row each.
+    tree_poles: Vec<usize>,
     gram: DMatrix<f64>,
     rhs: DVector<f64>,
     residual: DVector<f64>,
@@ -85,7 +89,8 @@ impl DlsSteps {
         let rig = problem.rig();
         let topo = problem.topology();
         self.collect_dofs(problem);
-        let m = problem.goals().iter().map(|g| if g.orientation.is_some() { 6 } else { 3 }).sum::<usize>();
+        let m = problem.goals().iter().map(|g| if g.orientation.is_some() { 6 } else { 3 }).sum::<usize>()
+            + self.tree_poles.len();
         let n = self.dofs.len();
         self.blocked.clear();
         self.blocked.resize(rig.len(), None);
@@ -181,6 +186,9 @@ impl DlsSteps {
         if problem.root() == RootMode::Free && problem.topology().active.first() == Some(&0) {
             self.dofs.extend((0..3).map(|axis| Dof { bone: None, axis }));
         }
+        let topo = problem.topology();
+        self.tree_poles.clear();
+        self.tree_poles.extend((0..problem.goals().len()).filter(|&gi| problem.goals()[gi].pole.is_some() && !topo.is_lone_chain(gi)));
         let bones = rig.len();
         self.moves.clear();
         self.moves.resize(problem.goals().len() * bones, false);
@@ -210,11 +218,24 @@ impl DlsSteps {
                 row += 3;
             }
         }
+        for &gi in &self.tree_poles {
+            let top = *topo.moved[gi].last().unwrap_or(&problem.goals()[gi].bone);
+            let g = &problem.goals()[gi];
+            let swivel = pole_swivel(problem, gi, self.frames.rotations[top] , self.frames.heads[top]);
+            self.residual[row] = -swivel * g.weight.sqrt() * topo.chain_reach[gi];
+            row += 1;
+        }
         self.residual.norm_squared()
     }
 
+    /// Every goal within `tolerance`, and every tree pole's swivel within [`POLE_TOLERANCE`].
     fn all_reached(&self, problem: &Problem, tolerance: f64) -> bool {
+        let topo = problem.topology();
         problem.goals().iter().all(|g| (self.frames.effector(g.bone, g.use_tail) - g.target).length() <= tolerance)
+            && self.tree_poles.iter().all(|&gi| {
+                let top = *topo.moved[gi].last().unwrap_or(&problem.goals()[gi].bone);
+                pole_swivel(problem, gi, self.frames.rotations[top], self.frames.heads[top]).abs() <= POLE_TOLERANCE
+            })
     }
 
     /// The world axis of unknown `dof` at the current frames.
@@ -271,6 +292,31 @@ impl DlsSteps {
             }
             row += if orientation { 6 } else { 3 };
         }
+        // Tree poles: the swivel turns with the chain's top bone and everything above it (which
+        // also moves the top's head, and with it the axis); first-order updates, no FK.
+        for &gi in &self.tree_poles {
+            let g = &problem.goals()[gi];
+            let top = *topo.moved[gi].last().unwrap_or(&g.bone);
+            let (rot, head) = (self.frames.rotations[top], self.frames.heads[top]);
+            let scale = g.weight.sqrt() * topo.chain_reach[gi];
+            let at = pole_swivel(problem, gi, rot, head);
+            for (col, (&dof, &axis)) in self.dofs.iter().zip(&self.axes).enumerate() {
+                let turned = match dof.bone {
+                    None => Some((rot, head + axis * SWIVEL_STEP)),
+                    Some(b) if b <= top && self.moves[gi * bones + b] => {
+                        let k = 1.0 - rig.bone(b).limit.stiffness;
+                        let turn = from_rotation_vector(axis * (SWIVEL_STEP * k));
+                        let pivot = self.frames.heads[b];
+                        Some(((turn * rot).normalize(), pivot + turn * (head - pivot)))
+                    }
+                    Some(_) => None,
+                };
+                if let Some((r, h)) = turned {
+                    self.jac_t[(col, row)] = (pole_swivel(problem, gi, r, h) - at) / SWIVEL_STEP * scale;
+                }
+            }
+            row += 1;
+        }
     }
 
     /// `trial` ← `pose` turned by `self.step`, each bone clamped to its limit; records the
@@ -324,4 +370,27 @@ fn gram_into(jac_t: &DMatrix<f64>, gram: &mut DMatrix<f64>) {
             gram[(j, i)] = v;
         }
     }
+}
+
+/// A tree pole is kept when its swivel is within this (radians).
+const POLE_TOLERANCE: f64 = 1e-4;
+
+/// The turn (radians) by which a tree pole's swivel is differentiated numerically.
+const SWIVEL_STEP: f64 = 1e-7;
+
+/// The swivel of goal `gi`'s chain from its pole, with the chain's top bone at `rot`, `head`:
+/// the signed angle, about the axis from `head` to the goal's target, from the pole to the top
+/// bone's `X·cos a + Z·sin a` (`a` the pole angle), both seen along that axis. Zero is Sinew's
+/// convention for poles in trees (as FABRIK's `keep_tree_poles` turns the chain): the bend plane
+/// turns to the pole. Zero when either is along the axis.
+fn pole_swivel(problem: &Problem, gi: usize, rot: glam::DQuat, head: DVec3) -> f64 {
+    let g = &problem.goals()[gi];
+    let Some(pole) = g.pole else { return 0.0 };
+    let Some(axis) = (g.target - head).try_normalize() else { return 0.0 };
+    let flat = |v: DVec3| (v - axis * v.dot(axis)).try_normalize();
+    let (sin, cos) = pole.angle.sin_cos();
+    let (Some(side), Some(toward)) = (flat(rot * DVec3::new(cos, 0.0, sin)), flat(pole.target - head)) else {
+        return 0.0;
+    };
+    toward.cross(side).dot(axis).atan2(toward.dot(side))
 }
