@@ -20,7 +20,7 @@ use proptest::prelude::*;
 use proptest::test_runner::RngSeed;
 use sinew::geometry::{angle_between, from_rotation_vector};
 use sinew::{
-    Bone, ConeLimit, Fabrik, Goal, HingeLimit, JointLimit, Pose, Problem, Rig, RootMode, SolveSettings, Solver,
+    Bone, ConeLimit, Dls, Fabrik, Goal, HingeLimit, JointLimit, Pose, Problem, Rig, RootMode, SolveSettings, Solver,
     StopReason, Swing, TwistLimit,
 };
 
@@ -442,6 +442,31 @@ proptest! {
             let d = (f.tails[i] - f.heads[i]).normalize();
             prop_assert!(d.angle_between(dir) < 1e-3, "bone {} is {:.2e} rad off the target line ({:?}, {} iterations)", i, d.angle_between(dir), sol.stop, sol.iterations);
         }
+    }
+
+    /// The same contract for damped least squares alone (`Method::Dls`): finite unit rotations,
+    /// lengths and offsets kept, no limit violated, locked and unmoved bones unmoved, residuals
+    /// = FK distances; and solving again from a reached solution changes nothing.
+    #[test]
+    fn any_dls_solve_is_rigid_finite_and_within_limits(c in case(8), tree in any::<bool>()) {
+        let shape = if tree { Shape::Tree } else { Shape::Chain };
+        let b = build_case(&c, shape, Limits::All);
+        let s = settings();
+        let mut solver = Dls::new(s);
+        let sol = solver.solve(&b.problem, &b.start).unwrap();
+        if let Err(e) = check_solution(&b.problem, &b.start, &sol, s.tolerance, 1e-9) {
+            prop_assert!(false, "{e}\n{:#?}", sol);
+        }
+        for i in 0..b.problem.rig().len() {
+            if b.problem.topology().active.binary_search(&i).is_err() {
+                let d = angle_between(sol.pose.rotations[i], b.start.rotations[i]);
+                prop_assert!(d <= 1e-15, "inactive bone {} moved by {:e} rad", i, d);
+            }
+        }
+        if sol.reached
+            && let Err(e) = check_fixed_point(&mut solver, &b.problem, &sol, 1e-9) {
+                prop_assert!(false, "{e}");
+            }
     }
 
     /// Solving again from a solution that reached its goals changes nothing (0 or 1 iteration,

@@ -217,7 +217,7 @@ pub fn check_solution(
 
 /// Solving again from `sol.pose` must be a fixed point: at most one iteration and the same pose.
 pub fn check_fixed_point(
-    solver: &mut Fabrik,
+    solver: &mut dyn Solver,
     problem: &Problem,
     sol: &Solution,
     tol_angle: f64,
