@@ -8,6 +8,18 @@ use glam::{DMat3, DQuat, DVec2, DVec3};
 /// Below this length a vector is treated as zero (rig units).
 pub const EPS_LEN: f64 = 1e-12;
 
+/// `q` scaled to unit length. A quaternion within 1e-6 of unit length (the product of unit
+/// quaternions, or one read from single-precision data) takes one Newton step,
+/// `q · (3 − |q|²) / 2`, accurate to `¾ (|q|² − 1)²` (at most 4e-13, round-off for
+/// products of unit quaternions), with no square root or division; any other takes the exact
+/// division by its length. Forward kinematics renormalises every bone this way.
+#[must_use]
+#[inline]
+pub fn renormalize(q: DQuat) -> DQuat {
+    let n2 = q.length_squared();
+    if (n2 - 1.0).abs() < 1e-6 { q * (0.5 * (3.0 - n2)) } else { q.normalize() }
+}
+
 /// The shortest rotation taking unit vector `from` to unit vector `to`.
 ///
 /// `shortest_arc(from, to) * from ≈ to`. For opposite vectors the half-turn axis is chosen
@@ -228,6 +240,16 @@ pub fn fit_rigid(rotation: DQuat, pulls: &[Pull]) -> (DQuat, DVec3) {
 mod tests {
     use super::*;
     use std::f64::consts::PI;
+
+    #[test]
+    fn renormalize_is_unit_near_and_far_from_unit_length() {
+        let q = DQuat::from_axis_angle(DVec3::new(1.0, 2.0, -0.5).normalize(), 1.1);
+        for scale in [1.0, 1.0 + 4e-7, 1.0 - 4e-7, 1.0 + 0.9e-6 / 2.0, 2.0, 0.3] {
+            let r = renormalize(q * scale);
+            assert!((r.length() - 1.0).abs() < 4e-13, "scale {scale}: |r| - 1 = {:e}", r.length() - 1.0);
+            assert!((r - q).length() < 1e-12, "scale {scale}: {r:?} vs {q:?}");
+        }
+    }
 
     #[test]
     fn shortest_arc_maps_from_to() {

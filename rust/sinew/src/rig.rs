@@ -253,15 +253,19 @@ impl Rig {
         out.resize(self.len());
         for (i, b) in self.bones.iter().enumerate() {
             let local = pose.rotations.get(i).copied().unwrap_or(DQuat::IDENTITY);
+            // Normalised before the parent's rotation enters, so the chain from parent to child
+            // is one quaternion product (a product of unit quaternions is unit to round-off, a
+            // few ulps per level). FK runs several times per solve.
+            let own = crate::geometry::renormalize(b.rest_rotation * local);
             let (rot, head) = match b.parent {
                 Some(p) => {
                     let pr = out.rotations[p];
-                    (pr * b.rest_rotation * local, out.heads[p] + pr * b.rest_head)
+                    (pr * own, out.heads[p] + pr * b.rest_head)
                 }
-                None if i == 0 => (b.rest_rotation * local, b.rest_head + b.rest_rotation * pose.root_translation),
-                None => (b.rest_rotation * local, b.rest_head),
+                None if i == 0 => (own, b.rest_head + b.rest_rotation * pose.root_translation),
+                None => (own, b.rest_head),
             };
-            out.rotations[i] = rot.normalize();
+            out.rotations[i] = rot;
             out.heads[i] = head;
             out.tails[i] = head + rot * DVec3::new(0.0, b.length, 0.0);
         }

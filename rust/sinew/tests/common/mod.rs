@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use glam::{DQuat, DVec3};
 use sinew::geometry::from_rotation_vector;
-use sinew::{Fabrik, Goal, JointLimit, LoadedProblem, Method, Pose, Problem, Rig, Solution, SolveSettings, Solver, Swing};
+use sinew::{Goal, JointLimit, LoadedProblem, Method, Pose, Problem, Rig, Solution, SolveSettings, Solver, Swing};
 
 /// SplitMix64: tiny, seeded, and the same on every platform.
 #[derive(Debug, Clone)]
