@@ -445,11 +445,10 @@ impl Fabrik {
     /// Tracking: when every goal is within reach and its gap is small next to its chain's reach,
     /// the damped-least-squares step from the start pose (the smallest joint motion that closes
     /// the gaps) solves it; FABRIK's limit steering makes discrete choices (swivels, flips) that
-    /// show as pops between frames. `None` (and the frames untouched) when that does not apply
-    /// or does not reach within [`TRACK_ITERATIONS`] (at most half the budget): FABRIK then
-    /// solves from the start.
-    ///
-    /// `Err` carries the iterations spent (then `pose` is as on entry but its rotations).
+    /// show as pops between frames. `Err` with the iterations spent when that does not apply or
+    /// does not reach within [`TRACK_ITERATIONS`] (at most half the budget): FABRIK then solves
+    /// from the start (its frames are untouched; `pose` keeps its root translation, and its
+    /// rotations are overwritten later).
     fn track_small_moves(&mut self, problem: &Problem, settings: &SolveSettings, pose: &mut Pose) -> std::result::Result<(u32, StopReason), u32> {
         let topo = problem.topology();
         if problem.goals().iter().any(|g| g.pole.is_some()) || self.unmet_if_all_within_reach(problem, settings.tolerance).is_none() {

@@ -87,7 +87,6 @@ impl DlsSteps {
     /// minimum (no step of any damping lowers the error).
     pub(crate) fn refine(&mut self, problem: &Problem, pose: &mut Pose, tolerance: f64, max_iterations: u32) -> DlsOutcome {
         let rig = problem.rig();
-        let topo = problem.topology();
         self.collect_dofs(problem);
         let m = problem.goals().iter().map(|g| if g.orientation.is_some() { 6 } else { 3 }).sum::<usize>()
             + self.tree_poles.len();
@@ -164,7 +163,6 @@ impl DlsSteps {
                 }
             }
         }
-        let _ = topo;
         DlsOutcome { iterations: it, reached: self.all_reached(problem, tolerance) }
     }
 
