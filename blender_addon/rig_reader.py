@@ -205,11 +205,23 @@ def read_limit(pb) -> LimitSpec:
             lo, hi = y_range if y_range is not None else (-math.pi, math.pi)
             lim.swing, lim.hinge = "hinge", ((0.0, 1.0, 0.0), lo, hi)
         sources.append("IK lock")
-    elif lx or lz:
-        # One swing axis locked: a hinge about the other. The core's hinge also fixes the twist
-        # (Blender would still allow Y here unless it is locked).
+    elif (lx or lz) and ly:
+        # One swing axis and the twist locked: a hinge about the other swing axis.
         axis, (lo, hi) = ((0.0, 0.0, 1.0), z_range) if lx else ((1.0, 0.0, 0.0), x_range)
         lim.swing, lim.hinge = "hinge", (axis, lo, hi)
+        sources.append("IK lock")
+    elif lx or lz:
+        # One swing axis locked, the twist free: Blender's elbow segment (IK_QElbowSegment: a
+        # swing about the other axis, then the twist about Y). In the core's terms a cone whose
+        # locked axis has half-angles of 0 (ConeLimit::from_blender makes that its zero bound),
+        # and the twist as Y's limit says (below).
+        if lx:
+            min_x, max_x = 0.0, 0.0
+            min_z, max_z = min(z_range[0], -ZERO_HALF_ANGLE), max(z_range[1], ZERO_HALF_ANGLE)
+        else:
+            min_x, max_x = min(x_range[0], -ZERO_HALF_ANGLE), max(x_range[1], ZERO_HALF_ANGLE)
+            min_z, max_z = 0.0, 0.0
+        lim.swing, lim.cone = "cone_blender", (min_x, max_x, min_z, max_z)
         sources.append("IK lock")
     elif pb.use_ik_limit_x or pb.use_ik_limit_z:
         # The core does not allow a zero half-angle: 0 becomes ZERO_HALF_ANGLE (see above).

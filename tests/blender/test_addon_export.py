@@ -77,22 +77,33 @@ def test_export_reports_errors(tmp_path):
     assert not (tmp_path / "x.json").exists()
 
 
-def test_blender_ik_lock_exports_as_a_hinge(tmp_path):
+@pytest.mark.parametrize("lock_y", [False, True])
+def test_blender_ik_locks_export_as_blenders_segments(tmp_path, lock_y):
+    """X locked: Blender's elbow segment (a swing about Z within Z's limits, then a twist about
+    Y), a cone with zero X half-angles and free twist; X and Y locked: a hinge about Z."""
     import sinew
 
     ob = R.make_chain(3)
     t = R.add_empty("T", (0.4, 0.0, 1.2))
     R.set_goal(ob, "b02", t)
     pb = ob.pose.bones["b01"]
-    pb.lock_ik_x = True  # -> hinge about Z with Z's limits
+    pb.lock_ik_x = True
+    pb.lock_ik_y = lock_y
     pb.use_ik_limit_z, pb.ik_min_z, pb.ik_max_z = True, -0.5, 0.4
     R.activate(ob)
-    path = tmp_path / "hinge.json"
+    path = tmp_path / "lock.json"
     bpy.ops.sinew.export_problem(filepath=str(path))
     doc = json.loads(path.read_text())
-    hinge = doc["bones"][1]["limit"]["swing"]["hinge"]
-    assert hinge["axis"] == [0.0, 0.0, 1.0]
-    assert (hinge["min"], hinge["max"]) == (pytest.approx(-0.5), pytest.approx(0.4))
+    limit = doc["bones"][1]["limit"]
+    if lock_y:
+        hinge = limit["swing"]["hinge"]
+        assert hinge["axis"] == [0.0, 0.0, 1.0]
+        assert (hinge["min"], hinge["max"]) == (pytest.approx(-0.5), pytest.approx(0.4))
+    else:
+        cone = limit["swing"]["cone"]
+        assert cone["x_pos"] < 1e-5 and cone["x_neg"] < 1e-5
+        assert (cone["z_pos"], cone["z_neg"]) == (pytest.approx(0.4), pytest.approx(0.5))
+        assert limit["twist"] is None
     rig, goals, solver, pose, root_t, root = sinew.load_problem(path.read_text())
     sol = solver.solve(rig, goals, pose=pose, root_translation=root_t, root=root)
     assert sol.reached and rig.limit_violation("b01", sol.rotations[1]) < 1e-9
