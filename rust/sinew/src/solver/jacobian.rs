@@ -65,10 +65,15 @@ pub(crate) struct DlsSteps {
     tree_poles: Vec<usize>,
     gram: DMatrix<f64>,
     rhs: DVector<f64>,
-    residual: DVector<f64>,
     step: DVector<f64>,
-    trial: Pose,
+    /// The pose being refined: its frames and residual.
     frames: Frames,
+    residual: DVector<f64>,
+    /// A step's candidate, evaluated beside them and swapped in when it is accepted (so a
+    /// rejected step leaves the pose's frames and residual as they were).
+    trial: Pose,
+    trial_frames: Frames,
+    trial_residual: DVector<f64>,
 }
 
 /// What a damped-least-squares run did.
@@ -76,14 +81,15 @@ pub(crate) struct DlsSteps {
 pub(crate) struct DlsOutcome {
     /// Steps tried (accepted or not).
     pub iterations: u32,
-    /// Whether every goal ended within `tolerance`.
+    /// Whether every goal ended within `tolerance` (and every tree pole within
+    /// [`POLE_TOLERANCE`]).
     pub reached: bool,
 }
 
 impl DlsSteps {
-    /// Refines `pose` (inside every limit; `locked` gives the rotations of locked bones) toward
-    /// the goals for at most `max_iterations` steps; `pose` only ever gets better (lower
-    /// weighted squared residual). Stops when every goal is within `tolerance`, or at a local
+    /// Refines `pose` (inside every limit; locked bones keep their rotations in it) toward the
+    /// goals for at most `max_iterations` steps; `pose` only ever gets better (lower weighted
+    /// squared residual). Stops when every goal is within `tolerance`, or at a local
     /// minimum (no step of any damping lowers the error).
     pub(crate) fn refine(&mut self, problem: &Problem, pose: &mut Pose, tolerance: f64, max_iterations: u32) -> DlsOutcome {
         let rig = problem.rig();
@@ -95,6 +101,7 @@ impl DlsSteps {
         self.blocked.resize(rig.len(), None);
         if self.residual.len() != m {
             self.residual = DVector::zeros(m);
+            self.trial_residual = DVector::zeros(m);
             self.rhs = DVector::zeros(m);
         }
         if self.step.len() != n {
@@ -103,7 +110,7 @@ impl DlsSteps {
         if self.jac_t.shape() != (n, m) {
             self.jac_t = DMatrix::zeros(n, m);
         }
-        let mut error = self.evaluate(problem, pose);
+        let mut error = evaluate(problem, &self.tree_poles, pose, &mut self.frames, &mut self.residual);
         if n == 0 || m == 0 {
             return DlsOutcome { iterations: 0, reached: self.all_reached(problem, tolerance) };
         }
@@ -141,10 +148,12 @@ impl DlsSteps {
             trial.rotations.clone_from(&pose.rotations);
             trial.root_translation = pose.root_translation;
             self.apply_step(problem, pose, &mut trial);
-            let trial_error = self.evaluate(problem, &trial);
+            let trial_error = evaluate(problem, &self.tree_poles, &trial, &mut self.trial_frames, &mut self.trial_residual);
             let better = trial_error < error;
             if better {
                 std::mem::swap(pose, &mut trial);
+                std::mem::swap(&mut self.frames, &mut self.trial_frames);
+                std::mem::swap(&mut self.residual, &mut self.trial_residual);
             }
             self.trial = trial;
             if better {
@@ -155,8 +164,7 @@ impl DlsSteps {
                     break;
                 }
             } else {
-                // Rejected: back to `pose`'s frames and residual, damp harder.
-                self.evaluate(problem, pose);
+                // Rejected: `pose` and its frames and residual stand; damp harder.
                 damping *= 4.0;
                 if damping > DAMPING_MAX {
                     break;
@@ -199,39 +207,11 @@ impl DlsSteps {
         }
     }
 
-    /// Forward kinematics of `pose` into `self.frames`, the residual into `self.residual`;
-    /// returns `|r|²`.
-    fn evaluate(&mut self, problem: &Problem, pose: &Pose) -> f64 {
-        problem.rig().forward_into(pose, &mut self.frames);
-        let topo = problem.topology();
-        let mut row = 0;
-        for (gi, g) in problem.goals().iter().enumerate() {
-            let w = g.weight.sqrt();
-            let d = (g.target - self.frames.effector(g.bone, g.use_tail)) * w;
-            self.residual.fixed_rows_mut::<3>(row).copy_from_slice(&d.to_array());
-            row += 3;
-            if let Some(q) = g.orientation {
-                let r = rotation_vector((q * self.frames.rotations[g.bone].conjugate()).normalize()) * (w * topo.chain_reach[gi]);
-                self.residual.fixed_rows_mut::<3>(row).copy_from_slice(&r.to_array());
-                row += 3;
-            }
-        }
-        for &gi in &self.tree_poles {
-            let top = *topo.moved[gi].last().unwrap_or(&problem.goals()[gi].bone);
-            let g = &problem.goals()[gi];
-            let swivel = pole_swivel(problem, gi, self.frames.rotations[top] , self.frames.heads[top]);
-            self.residual[row] = -swivel * g.weight.sqrt() * topo.chain_reach[gi];
-            row += 1;
-        }
-        self.residual.norm_squared()
-    }
-
     /// Every goal within `tolerance`, and every tree pole's swivel within [`POLE_TOLERANCE`].
     fn all_reached(&self, problem: &Problem, tolerance: f64) -> bool {
-        let topo = problem.topology();
         problem.goals().iter().all(|g| (self.frames.effector(g.bone, g.use_tail) - g.target).length() <= tolerance)
             && self.tree_poles.iter().all(|&gi| {
-                let top = *topo.moved[gi].last().unwrap_or(&problem.goals()[gi].bone);
+                let top = pole_top(problem, gi);
                 pole_swivel(problem, gi, self.frames.rotations[top], self.frames.heads[top]).abs() <= POLE_TOLERANCE
             })
     }
@@ -294,7 +274,7 @@ impl DlsSteps {
         // also moves the top's head, and with it the axis); first-order updates, no FK.
         for &gi in &self.tree_poles {
             let g = &problem.goals()[gi];
-            let top = *topo.moved[gi].last().unwrap_or(&g.bone);
+            let top = pole_top(problem, gi);
             let (rot, head) = (self.frames.rotations[top], self.frames.heads[top]);
             let scale = g.weight.sqrt() * topo.chain_reach[gi];
             let at = pole_swivel(problem, gi, rot, head);
@@ -368,6 +348,37 @@ fn gram_into(jac_t: &DMatrix<f64>, gram: &mut DMatrix<f64>) {
             gram[(j, i)] = v;
         }
     }
+}
+
+/// Forward kinematics of `pose` into `frames` and the residual (rows as `J`'s) into `residual`;
+/// returns `|r|²`. `tree_poles` are the goals with a residual row for their pole's swivel.
+fn evaluate(problem: &Problem, tree_poles: &[usize], pose: &Pose, frames: &mut Frames, residual: &mut DVector<f64>) -> f64 {
+    problem.rig().forward_into(pose, frames);
+    let topo = problem.topology();
+    let mut row = 0;
+    for (gi, g) in problem.goals().iter().enumerate() {
+        let w = g.weight.sqrt();
+        let d = (g.target - frames.effector(g.bone, g.use_tail)) * w;
+        residual.fixed_rows_mut::<3>(row).copy_from_slice(&d.to_array());
+        row += 3;
+        if let Some(q) = g.orientation {
+            let r = rotation_vector((q * frames.rotations[g.bone].conjugate()).normalize()) * (w * topo.chain_reach[gi]);
+            residual.fixed_rows_mut::<3>(row).copy_from_slice(&r.to_array());
+            row += 3;
+        }
+    }
+    for &gi in tree_poles {
+        let top = pole_top(problem, gi);
+        let swivel = pole_swivel(problem, gi, frames.rotations[top], frames.heads[top]);
+        residual[row] = -swivel * problem.goals()[gi].weight.sqrt() * topo.chain_reach[gi];
+        row += 1;
+    }
+    residual.norm_squared()
+}
+
+/// The top bone of goal `gi`'s chain, whose frame a pole turns (see [`pole_swivel`]).
+fn pole_top(problem: &Problem, gi: usize) -> usize {
+    *problem.topology().moved[gi].last().unwrap_or(&problem.goals()[gi].bone)
 }
 
 /// A tree pole is kept when its swivel is within this (radians).
