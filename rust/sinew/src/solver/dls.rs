@@ -13,7 +13,7 @@
 use glam::DQuat;
 
 use super::jacobian::DlsSteps;
-use super::{Solution, SolveSettings, Solver, StopReason};
+use super::{Solution, SolveSettings, Solver, StopReason, begin_solve};
 use crate::error::Result;
 use crate::pose::{Frames, Pose};
 use crate::problem::Problem;
@@ -46,11 +46,8 @@ impl Solver for Dls {
     }
 
     fn solve(&mut self, problem: &Problem, start: &Pose) -> Result<Solution> {
-        let settings = self.settings.validated()?;
-        problem.check_pose(start)?;
+        let settings = begin_solve(&self.settings, problem, start, &mut self.start_locals)?;
         let rig = problem.rig();
-        self.start_locals.clear();
-        self.start_locals.extend(start.rotations.iter().map(|q| q.normalize()));
         // A start outside a limit is brought inside first: the steps keep every pose inside.
         let mut pose = Pose { rotations: self.start_locals.clone(), root_translation: start.root_translation };
         for &b in &problem.topology().active {

@@ -22,7 +22,7 @@
 use glam::{DMat3, DQuat, DVec3};
 
 use super::jacobian::DlsSteps;
-use super::{Solution, SolveSettings, Solver, StopReason};
+use super::{Solution, SolveSettings, Solver, StopReason, begin_solve};
 use crate::error::Result;
 use crate::goal::Pole;
 use crate::geometry::{EPS_LEN, Pull, angle_between, fit_rigid, fit_rotation, shortest_arc};
@@ -143,13 +143,10 @@ impl Solver for Fabrik {
     }
 
     fn solve(&mut self, problem: &Problem, start: &Pose) -> Result<Solution> {
-        let settings = self.settings.validated()?;
-        problem.check_pose(start)?;
+        let settings = begin_solve(&self.settings, problem, start, &mut self.start_locals)?;
         let rig = problem.rig();
         let n = rig.len();
         rig.forward_into(start, &mut self.frames);
-        self.start_locals.clear();
-        self.start_locals.extend(start.rotations.iter().map(|q| q.normalize()));
         self.locals.clear();
         self.locals.extend_from_slice(&self.start_locals);
         self.forward_heads.clear();

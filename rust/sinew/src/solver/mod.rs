@@ -170,6 +170,20 @@ pub trait Solver: std::fmt::Debug + Send {
     fn solve(&mut self, problem: &Problem, start: &Pose) -> Result<Solution>;
 }
 
+/// What every solve begins with: the settings checked, `start` checked against the problem's rig,
+/// and its rotations normalised into `start_locals` (the solver's scratch space, which
+/// [`Solution::of_pose`] takes back).
+///
+/// # Errors
+/// [`Error::BadSetting`], or the errors of [`Problem::check_pose`].
+pub(crate) fn begin_solve(settings: &SolveSettings, problem: &Problem, start: &Pose, start_locals: &mut Vec<DQuat>) -> Result<SolveSettings> {
+    let settings = settings.validated()?;
+    problem.check_pose(start)?;
+    start_locals.clear();
+    start_locals.extend(start.rotations.iter().map(|q| q.normalize()));
+    Ok(settings)
+}
+
 /// The methods available by name (for the C, Python and command-line adapters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
