@@ -20,6 +20,15 @@ pub fn renormalize(q: DQuat) -> DQuat {
     if (n2 - 1.0).abs() < 1e-6 { q * (0.5 * (3.0 - n2)) } else { q.normalize() }
 }
 
+/// The unit quaternion `q`'s image of +Y (its rotation matrix's second column): `q * DVec3::Y`
+/// in fewer operations. Forward kinematics places every tail with it.
+#[must_use]
+#[inline]
+pub fn y_axis(q: DQuat) -> DVec3 {
+    let (x, y, z, w) = (q.x, q.y, q.z, q.w);
+    DVec3::new(2.0 * (x * y - w * z), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z + w * x))
+}
+
 /// The shortest rotation taking unit vector `from` to unit vector `to`.
 ///
 /// `shortest_arc(from, to) * from ≈ to`. For opposite vectors the half-turn axis is chosen
@@ -34,8 +43,8 @@ pub fn shortest_arc(from: DVec3, to: DVec3) -> DQuat {
     // q = (1 + d, from × to) normalised: the half-angle construction, no trigonometry.
     let c = from.cross(to);
     let w = 1.0 + d;
-    let n = (w * w + c.length_squared()).sqrt();
-    DQuat::from_xyzw(c.x / n, c.y / n, c.z / n, w / n)
+    let inv = 1.0 / (w * w + c.length_squared()).sqrt();
+    DQuat::from_xyzw(c.x * inv, c.y * inv, c.z * inv, w * inv)
 }
 
 /// The angle in [0, π] of the rotation taking `a` to `b` (unit quaternions, either sign).

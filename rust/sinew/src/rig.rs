@@ -54,6 +54,30 @@ pub struct Rig {
     rest_frames: Frames,
     /// [`CONNECTED_TOLERANCE`] times the rig's extent.
     connect_distance: f64,
+    /// Per bone: the shortcuts forward kinematics may take (derived from the rest data).
+    fk: Vec<FkShortcut>,
+}
+
+/// What forward kinematics can skip for one bone, decided exactly from its rest data: every
+/// shortcut computes the same value as the general formula (or the same formula on fewer terms),
+/// so results do not depend on which rig data happened to be exact.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct FkShortcut {
+    /// The rest rotation is exactly the identity: `rest · local` is `local`.
+    rest_identity: bool,
+    /// Where the head is, relative to the parent.
+    head: HeadRule,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum HeadRule {
+    /// The rest head is exactly `(0, parent length, 0)`: the head is the parent's tail as
+    /// computed.
+    ParentTail,
+    /// The rest head is exactly `(0, h, 0)`: `parent head + h · parent's +Y`.
+    AlongParentY(f64),
+    /// Anything else (and roots).
+    Offset,
 }
 
 /// Something that names a bone: its index or its name.
@@ -125,7 +149,19 @@ impl Rig {
             b.limit = b.limit.validated(&b.name)?;
             checked.push(b);
         }
-        let mut rig = Self { bones: checked, children, by_name, rest_frames: Frames::default(), connect_distance: 0.0 };
+        let fk = checked
+            .iter()
+            .map(|b| FkShortcut {
+                rest_identity: b.rest_rotation == DQuat::IDENTITY,
+                head: match b.parent {
+                    Some(p) if b.rest_head.x == 0.0 && b.rest_head.z == 0.0 => {
+                        if b.rest_head.y == checked[p].length { HeadRule::ParentTail } else { HeadRule::AlongParentY(b.rest_head.y) }
+                    }
+                    _ => HeadRule::Offset,
+                },
+            })
+            .collect();
+        let mut rig = Self { bones: checked, children, by_name, rest_frames: Frames::default(), connect_distance: 0.0, fk };
         rig.rest_frames = rig.forward(&Pose::rest(rig.len()));
         let extent = rig.rest_frames.heads.iter().chain(&rig.rest_frames.tails).fold(0.0f64, |m, p| m.max(p.length()));
         let longest = rig.bones.iter().fold(0.0f64, |m, b| m.max(b.length));
@@ -250,24 +286,31 @@ impl Rig {
 
     /// [`Rig::forward`] into existing storage (no allocation once sized).
     pub fn forward_into(&self, pose: &Pose, out: &mut Frames) {
-        out.resize(self.len());
-        for (i, b) in self.bones.iter().enumerate() {
+        let n = self.len();
+        out.resize(n);
+        let (heads, tails, rotations) = (&mut out.heads[..n], &mut out.tails[..n], &mut out.rotations[..n]);
+        for (i, (b, fk)) in self.bones.iter().zip(&self.fk).enumerate() {
             let local = pose.rotations.get(i).copied().unwrap_or(DQuat::IDENTITY);
             // Normalised before the parent's rotation enters, so the chain from parent to child
             // is one quaternion product (a product of unit quaternions is unit to round-off, a
             // few ulps per level). FK runs several times per solve.
-            let own = crate::geometry::renormalize(b.rest_rotation * local);
+            let own = crate::geometry::renormalize(if fk.rest_identity { local } else { b.rest_rotation * local });
             let (rot, head) = match b.parent {
                 Some(p) => {
-                    let pr = out.rotations[p];
-                    (pr * own, out.heads[p] + pr * b.rest_head)
+                    let pr = rotations[p];
+                    let head = match fk.head {
+                        HeadRule::ParentTail => tails[p],
+                        HeadRule::AlongParentY(h) => heads[p] + crate::geometry::y_axis(pr) * h,
+                        HeadRule::Offset => heads[p] + pr * b.rest_head,
+                    };
+                    (pr * own, head)
                 }
                 None if i == 0 => (own, b.rest_head + b.rest_rotation * pose.root_translation),
                 None => (own, b.rest_head),
             };
-            out.rotations[i] = rot;
-            out.heads[i] = head;
-            out.tails[i] = head + rot * DVec3::new(0.0, b.length, 0.0);
+            rotations[i] = rot;
+            heads[i] = head;
+            tails[i] = head + crate::geometry::y_axis(rot) * b.length;
         }
     }
 
@@ -278,10 +321,11 @@ impl Rig {
     pub fn local_from_world(&self, i: usize, parent_world: DQuat, world: DQuat) -> DQuat {
         let b = &self.bones[i];
         let base = match b.parent {
+            Some(_) if self.fk[i].rest_identity => parent_world,
             Some(_) => parent_world * b.rest_rotation,
             None => b.rest_rotation,
         };
-        (base.conjugate() * world).normalize()
+        crate::geometry::renormalize(base.conjugate() * world)
     }
 
     /// Total length of the bones from `bone` up to and including `top` (an ancestor), following

@@ -7,7 +7,7 @@
 
 use glam::{DQuat, DVec3};
 
-use crate::geometry::{EPS_LEN, shortest_arc};
+use crate::geometry::{EPS_LEN, renormalize, shortest_arc, y_axis};
 use crate::pose::Frames;
 use crate::rig::Rig;
 
@@ -16,7 +16,7 @@ use crate::rig::Rig;
 #[must_use]
 #[inline]
 pub fn turn_toward(rotation: DQuat, local_dir: DVec3, new_dir: DVec3) -> DQuat {
-    (shortest_arc(rotation * local_dir, new_dir) * rotation).normalize()
+    renormalize(shortest_arc(rotation * local_dir, new_dir) * rotation)
 }
 
 /// Re-aims the bones of a serial chain at solved joint positions.
@@ -30,10 +30,11 @@ pub fn aim_chain(rig: &Rig, chain: &[usize], joints: &[DVec3], frames: &mut Fram
         let d = joints[k + 1] - joints[k];
         let len = d.length();
         if len > EPS_LEN {
-            frames.rotations[b] = turn_toward(frames.rotations[b], DVec3::Y, d / len);
+            let r = frames.rotations[b];
+            frames.rotations[b] = renormalize(shortest_arc(y_axis(r), d * (1.0 / len)) * r);
         }
         frames.heads[b] = joints[k];
-        frames.tails[b] = joints[k] + frames.rotations[b] * DVec3::new(0.0, rig.bone(b).length, 0.0);
+        frames.tails[b] = joints[k] + y_axis(frames.rotations[b]) * rig.bone(b).length;
     }
 }
 

@@ -180,7 +180,7 @@ pub(crate) fn begin_solve(settings: &SolveSettings, problem: &Problem, start: &P
     let settings = settings.validated()?;
     problem.check_pose(start)?;
     start_locals.clear();
-    start_locals.extend(start.rotations.iter().map(|q| q.normalize()));
+    start_locals.extend(start.rotations.iter().map(|&q| crate::geometry::renormalize(q)));
     Ok(settings)
 }
 
