@@ -286,32 +286,40 @@ impl Rig {
 
     /// [`Rig::forward`] into existing storage (no allocation once sized).
     pub fn forward_into(&self, pose: &Pose, out: &mut Frames) {
-        let n = self.len();
-        out.resize(n);
-        let (heads, tails, rotations) = (&mut out.heads[..n], &mut out.tails[..n], &mut out.rotations[..n]);
-        for (i, (b, fk)) in self.bones.iter().zip(&self.fk).enumerate() {
+        out.resize(self.len());
+        for i in 0..self.len() {
             let local = pose.rotations.get(i).copied().unwrap_or(DQuat::IDENTITY);
-            // Normalised before the parent's rotation enters, so the chain from parent to child
-            // is one quaternion product (a product of unit quaternions is unit to round-off, a
-            // few ulps per level). FK runs several times per solve.
-            let own = crate::geometry::renormalize(if fk.rest_identity { local } else { b.rest_rotation * local });
-            let (rot, head) = match b.parent {
-                Some(p) => {
-                    let pr = rotations[p];
-                    let head = match fk.head {
-                        HeadRule::ParentTail => tails[p],
-                        HeadRule::AlongParentY(h) => heads[p] + crate::geometry::y_axis(pr) * h,
-                        HeadRule::Offset => heads[p] + pr * b.rest_head,
-                    };
-                    (pr * own, head)
-                }
-                None if i == 0 => (own, b.rest_head + b.rest_rotation * pose.root_translation),
-                None => (own, b.rest_head),
-            };
-            rotations[i] = rot;
-            heads[i] = head;
-            tails[i] = head + crate::geometry::y_axis(rot) * b.length;
+            self.forward_bone(i, local, pose.root_translation, out);
         }
+    }
+
+    /// One step of [`Rig::forward_into`]: bone `i`'s frame in `out` from its `local` rotation
+    /// and its parent's frame (already in `out`); `root_translation` counts for bone 0 only.
+    /// Solvers that produce a pose bone by bone run forward kinematics alongside with it, to the
+    /// same bits.
+    #[inline]
+    pub(crate) fn forward_bone(&self, i: usize, local: DQuat, root_translation: DVec3, out: &mut Frames) {
+        let (b, fk) = (&self.bones[i], self.fk[i]);
+        // Normalised before the parent's rotation enters, so the chain from parent to child is
+        // one quaternion product (a product of unit quaternions is unit to round-off, a few ulps
+        // per level). FK runs several times per solve.
+        let own = crate::geometry::renormalize(if fk.rest_identity { local } else { b.rest_rotation * local });
+        let (rot, head) = match b.parent {
+            Some(p) => {
+                let pr = out.rotations[p];
+                let head = match fk.head {
+                    HeadRule::ParentTail => out.tails[p],
+                    HeadRule::AlongParentY(h) => out.heads[p] + crate::geometry::y_axis(pr) * h,
+                    HeadRule::Offset => out.heads[p] + pr * b.rest_head,
+                };
+                (pr * own, head)
+            }
+            None if i == 0 => (own, b.rest_head + b.rest_rotation * root_translation),
+            None => (own, b.rest_head),
+        };
+        out.rotations[i] = rot;
+        out.heads[i] = head;
+        out.tails[i] = head + crate::geometry::y_axis(rot) * b.length;
     }
 
     /// The local rotation of bone `i` that gives it world rotation `world`, given its parent's

@@ -38,6 +38,29 @@ pub fn aim_chain(rig: &Rig, chain: &[usize], joints: &[DVec3], frames: &mut Fram
     }
 }
 
+/// The local rotations that aim a serial chain at solved joint positions: what [`aim_chain`]
+/// then [`local_rotations`] give for the chain's bones, without placing heads and tails.
+///
+/// `frames` holds the forward kinematics of the start pose, whose unit local rotations are
+/// `start`; `chain` and `joints` are as in [`aim_chain`]. Each chain bone turns from its start
+/// world rotation by the shortest arc onto its new direction, and its local rotation (relative to
+/// its parent's turned frame) is kept in the hemisphere of its start's; every other bone keeps
+/// its start rotation exactly. Each bone's turn depends on no other's, so the bones are
+/// independent work (forward kinematics of `out` is the caller's).
+pub(crate) fn aim_serial_chain(rig: &Rig, chain: &[usize], joints: &[DVec3], start: &[DQuat], frames: &Frames, out: &mut [DQuat]) {
+    out.copy_from_slice(start);
+    let mut parent = chain.first().and_then(|&top| rig.bone(top).parent).map_or(DQuat::IDENTITY, |p| frames.rotations[p]);
+    for (k, &b) in chain.iter().enumerate() {
+        let d = joints[k + 1] - joints[k];
+        let len = d.length();
+        let r = frames.rotations[b];
+        let world = if len > EPS_LEN { renormalize(shortest_arc(y_axis(r), d * (1.0 / len)) * r) } else { r };
+        let local = rig.local_from_world(b, parent, world);
+        out[b] = if local.dot(start[b]) < 0.0 { -local } else { local };
+        parent = world;
+    }
+}
+
 /// Local rotations (relative to rest, as [`crate::Pose::rotations`]) of every bone in `frames`.
 pub fn local_rotations(rig: &Rig, frames: &Frames, out: &mut [DQuat]) {
     for (i, b) in rig.bones().iter().enumerate() {

@@ -30,7 +30,7 @@ use crate::pose::{Frames, Pose};
 use crate::limits::Swing;
 use crate::problem::{Problem, RootMode};
 use crate::rig::Rig;
-use crate::rotations::{aim_chain, local_rotations, turn_toward};
+use crate::rotations::{aim_chain, aim_serial_chain, local_rotations, turn_toward};
 
 /// Chains finish in closed form once the gap is below this fraction of where it started (see
 /// [`finish_exactly`] and [`finish_threshold`]): the last bones take up at most 1% of the motion,
@@ -161,21 +161,21 @@ impl Solver for Fabrik {
 
         let serial = topo.serial_chain.as_deref().filter(|_| goals[0].orientation.is_none());
         let mut pose = Pose { rotations: vec![DQuat::IDENTITY; n], root_translation: start.root_translation };
-        let (iterations, stop) = if let Some(chain) = serial {
-            let done = self.solve_serial(rig, chain, &topo.is_active, goals[0].target, &settings);
-            local_rotations(rig, &self.frames, &mut pose.rotations);
-            done
-        } else {
-            self.solve_general(problem, &settings, &mut pose)
-        };
-
+        if let Some(chain) = serial {
+            let (iterations, stop) = self.solve_serial(rig, chain, goals[0].target, &settings);
+            aim_serial_chain(rig, chain, &self.joints, &self.start_locals, &self.frames, &mut pose.rotations);
+            rig.forward_into(&pose, &mut self.frames);
+            return Ok(Solution::of_solved(problem, pose, &self.frames, iterations, stop, settings.tolerance));
+        }
+        let (iterations, stop) = self.solve_general(problem, &settings, &mut pose);
         Ok(Solution::of_pose(problem, &self.start_locals, pose, &mut self.frames, iterations, stop, settings.tolerance))
     }
 }
 
 impl Fabrik {
-    /// Alg. 1 on joint positions, then one conversion to rotations.
-    fn solve_serial(&mut self, rig: &Rig, chain: &[usize], is_active: &[bool], target: DVec3, s: &SolveSettings) -> (u32, StopReason) {
+    /// Alg. 1 on joint positions (`self.joints`, from the start pose's `self.frames`); the
+    /// caller turns them into rotations ([`aim_serial_chain`]).
+    fn solve_serial(&mut self, rig: &Rig, chain: &[usize], target: DVec3, s: &SolveSettings) -> (u32, StopReason) {
         let m = chain.len();
         self.joints.clear();
         self.joints.push(self.frames.heads[chain[0]]);
@@ -229,9 +229,6 @@ impl Fabrik {
             }
             (it, stop)
         };
-        aim_chain(rig, chain, &self.joints, &mut self.frames);
-        // Bones below the chain (not moved) follow their parents.
-        self.refresh_inactive(rig, is_active);
         (iterations, stop)
     }
 
@@ -244,21 +241,6 @@ impl Fabrik {
                 continue;
             }
             self.changed[i] = true;
-            let pr = self.frames.rotations[p];
-            let rot = (pr * b.rest_rotation * self.locals[i]).normalize();
-            self.frames.rotations[i] = rot;
-            self.frames.heads[i] = self.frames.heads[p] + pr * b.rest_head;
-            self.frames.tails[i] = self.frames.heads[i] + rot * DVec3::new(0.0, b.length, 0.0);
-        }
-    }
-
-    /// Forward kinematics for every bone not active, keeping its local rotation.
-    fn refresh_inactive(&mut self, rig: &Rig, is_active: &[bool]) {
-        for (i, b) in rig.bones().iter().enumerate() {
-            if is_active[i] {
-                continue;
-            }
-            let Some(p) = b.parent else { continue };
             let pr = self.frames.rotations[p];
             let rot = (pr * b.rest_rotation * self.locals[i]).normalize();
             self.frames.rotations[i] = rot;

@@ -119,6 +119,12 @@ impl Solution {
             }
         }
         problem.rig().forward_into(&pose, frames);
+        Self::of_solved(problem, pose, frames, iterations, stop, tolerance)
+    }
+
+    /// The solution for a final `pose` whose forward kinematics `frames` already holds (as
+    /// [`Solution::of_pose`] leaves them).
+    pub(crate) fn of_solved(problem: &Problem, pose: Pose, frames: &Frames, iterations: u32, stop: StopReason, tolerance: f64) -> Self {
         let residuals: Vec<f64> =
             problem.goals().iter().map(|g| (frames.effector(g.bone, g.use_tail) - g.target).length()).collect();
         let reached = residuals.iter().all(|&r| r <= tolerance);
