@@ -110,16 +110,29 @@ pub fn rotation_vector(q: DQuat) -> DVec3 {
     v * (angle / s)
 }
 
-/// The rotation with rotation vector `r` (inverse of [`rotation_vector`]).
+/// The rotation with rotation vector `r` (inverse of [`rotation_vector`]): `(sin(θ/2) r̂, cos(θ/2))`
+/// with `θ = |r|`.
+///
+/// Below [`SERIES_BELOW`] radians (every step of the damped-least-squares solver, most limit
+/// clamps) both factors come from their Taylor series, exact to round-off there (the first
+/// omitted term is under 3e-17), with no square root or trigonometry.
 #[must_use]
 #[inline]
 pub fn from_rotation_vector(r: DVec3) -> DQuat {
-    let angle = r.length();
-    if angle < 1e-12 {
-        return DQuat::from_xyzw(r.x * 0.5, r.y * 0.5, r.z * 0.5, 1.0).normalize();
+    let t2 = r.length_squared();
+    if t2 < SERIES_BELOW * SERIES_BELOW {
+        // cos(θ/2) = 1 − θ²/8 + θ⁴/384 − θ⁶/46080 + θ⁸/10321920 − …
+        // sin(θ/2)/θ = 1/2 − θ²/48 + θ⁴/3840 − θ⁶/645120 + θ⁸/185794560 − …
+        let c = 1.0 + t2 * (-1.0 / 8.0 + t2 * (1.0 / 384.0 + t2 * (-1.0 / 46080.0 + t2 * (1.0 / 10_321_920.0))));
+        let s = 0.5 + t2 * (-1.0 / 48.0 + t2 * (1.0 / 3840.0 + t2 * (-1.0 / 645_120.0 + t2 * (1.0 / 185_794_560.0))));
+        return DQuat::from_xyzw(r.x * s, r.y * s, r.z * s, c);
     }
+    let angle = t2.sqrt();
     DQuat::from_axis_angle(r / angle, angle)
 }
+
+/// Rotation angle (radians) below which [`from_rotation_vector`] sums series.
+const SERIES_BELOW: f64 = 0.2;
 
 /// The point nearest to `p` on or inside the axis-aligned ellipse with semi-axes `a`, `b` (> 0).
 ///
@@ -277,6 +290,17 @@ mod tests {
         assert!(t.x.abs() < 1e-12 && t.z.abs() < 1e-12);
         // The swing has no component about Y.
         assert!(rotation_vector(s).y.abs() < 1e-12);
+    }
+
+    #[test]
+    fn rotation_vector_series_matches_trigonometry() {
+        for &angle in &[0.0, 1e-9, 1e-4, 0.05, 0.1, 0.199_999, 0.2, 0.7, 3.0] {
+            let axis = DVec3::new(0.3, -0.8, 0.5).normalize();
+            let q = from_rotation_vector(axis * angle);
+            let exact = DQuat::from_axis_angle(axis, angle);
+            assert!((q - exact).length() < 4e-16, "angle {angle}: {q:?} vs {exact:?}");
+            assert!((q.length() - 1.0).abs() < 4e-16);
+        }
     }
 
     #[test]

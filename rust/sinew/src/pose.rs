@@ -50,6 +50,14 @@ impl Frames {
         f
     }
 
+    /// Copies `other` into this storage (no allocation once sized; the derived `clone_from`
+    /// would allocate anew).
+    pub(crate) fn copy_from(&mut self, other: &Frames) {
+        self.heads.clone_from(&other.heads);
+        self.tails.clone_from(&other.tails);
+        self.rotations.clone_from(&other.rotations);
+    }
+
     pub(crate) fn resize(&mut self, n: usize) {
         self.heads.resize(n, DVec3::ZERO);
         self.tails.resize(n, DVec3::ZERO);

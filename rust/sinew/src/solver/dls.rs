@@ -15,7 +15,7 @@ use glam::DQuat;
 use super::jacobian::DlsSteps;
 use super::{Solution, SolveSettings, Solver, StopReason, begin_solve};
 use crate::error::Result;
-use crate::pose::{Frames, Pose};
+use crate::pose::Pose;
 use crate::problem::Problem;
 
 /// The damped-least-squares solver. Keeps its scratch space between solves.
@@ -24,7 +24,6 @@ pub struct Dls {
     settings: SolveSettings,
     steps: DlsSteps,
     start_locals: Vec<DQuat>,
-    frames: Frames,
 }
 
 impl Dls {
@@ -56,12 +55,12 @@ impl Solver for Dls {
                 pose.rotations[b] = limit.clamp(pose.rotations[b]);
             }
         }
-        let out = self.steps.refine(problem, &mut pose, settings.tolerance, settings.max_iterations);
+        let out = self.steps.refine(problem, &mut pose, None, settings.tolerance, settings.max_iterations);
         let stop = match () {
             () if out.reached => StopReason::Converged,
             () if out.iterations >= settings.max_iterations => StopReason::IterationLimit,
             () => StopReason::Stalled,
         };
-        Ok(Solution::of_pose(problem, &self.start_locals, pose, &mut self.frames, out.iterations, stop, settings.tolerance))
+        Ok(Solution::of_pose_with_frames(problem, &self.start_locals, pose, self.steps.frames(), out.iterations, stop, settings.tolerance))
     }
 }

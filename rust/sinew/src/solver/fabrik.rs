@@ -22,7 +22,7 @@
 use glam::{DMat3, DQuat, DVec3};
 
 use super::jacobian::DlsSteps;
-use super::{Solution, SolveSettings, Solver, StopReason, begin_solve};
+use super::{Solution, SolveSettings, Solver, StopReason, begin_solve, settle};
 use crate::error::Result;
 use crate::goal::Pole;
 use crate::geometry::{EPS_LEN, Pull, angle_between, fit_rigid, fit_rotation, shortest_arc};
@@ -145,8 +145,8 @@ impl Solver for Fabrik {
     fn solve(&mut self, problem: &Problem, start: &Pose) -> Result<Solution> {
         let settings = begin_solve(&self.settings, problem, start, &mut self.start_locals)?;
         let rig = problem.rig();
-        let n = rig.len();
-        rig.forward_into(start, &mut self.frames);
+        let mut pose = Pose { rotations: self.start_locals.clone(), root_translation: start.root_translation };
+        rig.forward_into(&pose, &mut self.frames);
         self.locals.clear();
         self.locals.extend_from_slice(&self.start_locals);
         self.forward_heads.clear();
@@ -155,20 +155,22 @@ impl Solver for Fabrik {
         let goals = problem.goals();
         let topo = problem.topology();
         if goals.is_empty() {
-            let pose = Pose { rotations: self.start_locals.clone(), root_translation: start.root_translation };
             return Ok(Solution { pose, iterations: 0, residuals: vec![], reached: true, stop: StopReason::Converged });
         }
 
         let serial = topo.serial_chain.as_deref().filter(|_| goals[0].orientation.is_none());
-        let mut pose = Pose { rotations: vec![DQuat::IDENTITY; n], root_translation: start.root_translation };
         if let Some(chain) = serial {
             let (iterations, stop) = self.solve_serial(rig, chain, goals[0].target, &settings);
             aim_serial_chain(rig, chain, &self.joints, &self.start_locals, &self.frames, &mut pose.rotations);
             rig.forward_into(&pose, &mut self.frames);
             return Ok(Solution::of_solved(problem, pose, &self.frames, iterations, stop, settings.tolerance));
         }
-        let (iterations, stop) = self.solve_general(problem, &settings, &mut pose);
-        Ok(Solution::of_pose(problem, &self.start_locals, pose, &mut self.frames, iterations, stop, settings.tolerance))
+        let (iterations, stop, finished_by_dls) = self.solve_general(problem, &settings, &mut pose);
+        Ok(if finished_by_dls {
+            Solution::of_pose_with_frames(problem, &self.start_locals, pose, self.dls.frames(), iterations, stop, settings.tolerance)
+        } else {
+            Solution::of_pose(problem, &self.start_locals, pose, &mut self.frames, iterations, stop, settings.tolerance)
+        })
     }
 }
 
@@ -386,12 +388,13 @@ impl Fabrik {
     /// Everything but a lone free chain: small tracking moves by the damped-least-squares step
     /// ([`Self::track_small_moves`]); otherwise FABRIK on bone frames from the start pose, with
     /// what is left of the iteration budget, and the damped-least-squares finish when FABRIK
-    /// stalls or crawls short of goals within reach. `pose` receives the result (its root
-    /// translation holds the start's on entry).
-    fn solve_general(&mut self, problem: &Problem, settings: &SolveSettings, pose: &mut Pose) -> (u32, StopReason) {
+    /// stalls or crawls short of goals within reach. `pose` holds the start on entry and receives
+    /// the result; the flag tells whether damped least squares had the last word (its frames are
+    /// then the result's forward kinematics).
+    fn solve_general(&mut self, problem: &Problem, settings: &SolveSettings, pose: &mut Pose) -> (u32, StopReason, bool) {
         let rig = problem.rig();
         let spent = match self.track_small_moves(problem, settings, pose) {
-            Ok(done) => return done,
+            Ok((iterations, stop)) => return (iterations, stop, true),
             Err(spent) => spent,
         };
         self.apply_poles(problem, settings.tolerance);
@@ -409,16 +412,19 @@ impl Fabrik {
             || iterations >= settings.max_iterations
             || !self.unmet_if_all_within_reach(problem, settings.tolerance).is_some_and(|d| d > 0.0)
         {
-            return (iterations, stop);
+            return (iterations, stop, false);
         }
-        let out = self.dls.refine(problem, pose, settings.tolerance, settings.max_iterations - iterations);
+        // Bones no goal moves back to their start rotations exactly, before the steps (which
+        // leave them) compute the forward kinematics the solution reports.
+        settle(problem, &self.start_locals, &mut pose.rotations);
+        let out = self.dls.refine(problem, pose, None, settings.tolerance, settings.max_iterations - iterations);
         let total = iterations + out.iterations;
         let stop = match () {
             () if out.reached => StopReason::Converged,
             () if total >= settings.max_iterations => StopReason::IterationLimit,
             () => StopReason::Stalled,
         };
-        (total, stop)
+        (total, stop, true)
     }
 
     /// Tracking: when every goal is within reach and its gap is small next to its chain's reach,
@@ -441,7 +447,7 @@ impl Fabrik {
         }
         let start_root = pose.root_translation;
         pose.rotations.copy_from_slice(&self.start_locals);
-        let out = self.dls.refine(problem, pose, settings.tolerance, TRACK_ITERATIONS.min(settings.max_iterations / 2));
+        let out = self.dls.refine(problem, pose, Some(&self.frames), settings.tolerance, TRACK_ITERATIONS.min(settings.max_iterations / 2));
         if out.reached {
             return Ok((out.iterations, StopReason::Converged));
         }

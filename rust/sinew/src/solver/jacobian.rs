@@ -24,7 +24,7 @@
 use glam::DVec3;
 use nalgebra::{DMatrix, DVector, linalg::Cholesky};
 
-use crate::geometry::{from_rotation_vector, rotation_vector};
+use crate::geometry::{angle_between, from_rotation_vector, renormalize, rotation_vector};
 use crate::limits::Swing;
 use crate::pose::{Frames, Pose};
 use crate::problem::{Problem, RootMode};
@@ -54,9 +54,18 @@ pub(crate) struct DlsSteps {
     dofs: Vec<Dof>,
     /// Per bone: the direction a clamp blocked (world, unit), if any.
     blocked: Vec<Option<DVec3>>,
-    /// `Jᵀ`: a row per unknown, a column per residual row (so `J Jᵀ` and `Jᵀ y` need no
-    /// transposed copy).
-    jac_t: DMatrix<f64>,
+    /// `J` by unknown: `jac[k * rows + r]` is residual row `r`'s derivative by unknown `k`. Only
+    /// the entries `nz` lists are written and read (a goal's rows move only with the bones on its
+    /// path, so most of `J` is zero).
+    jac: Vec<f64>,
+    /// The residual rows unknown `k` moves: `nz[nz_start[k]..nz_start[k + 1]]`, ascending.
+    nz: Vec<usize>,
+    nz_start: Vec<usize>,
+    /// Per goal at the current pose: its first residual row, √weight, effector and (for an
+    /// orientation goal) the scale of its rotation rows.
+    goal_rows: Vec<GoalRows>,
+    /// Per tree pole: its swivel at the current pose.
+    pole_at: Vec<f64>,
     /// Per unknown: its world axis at the current pose.
     axes: Vec<DVec3>,
     /// `moves[g * bones + b]`: bone `b` is goal `g`'s effector or one of its ancestors.
@@ -76,6 +85,16 @@ pub(crate) struct DlsSteps {
     trial_residual: DVector<f64>,
 }
 
+/// Where a goal's rows sit in `J` and what fills them (see [`DlsSteps::fill_jacobian`]).
+#[derive(Debug, Clone, Copy)]
+struct GoalRows {
+    row: usize,
+    weight_sqrt: f64,
+    effector: DVec3,
+    /// `Some(√weight · reach)` for an orientation goal (three more rows).
+    orientation: Option<f64>,
+}
+
 /// What a damped-least-squares run did.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct DlsOutcome {
@@ -90,8 +109,9 @@ impl DlsSteps {
     /// Refines `pose` (inside every limit; locked bones keep their rotations in it) toward the
     /// goals for at most `max_iterations` steps; `pose` only ever gets better (lower weighted
     /// squared residual). Stops when every goal is within `tolerance`, or at a local
-    /// minimum (no step of any damping lowers the error).
-    pub(crate) fn refine(&mut self, problem: &Problem, pose: &mut Pose, tolerance: f64, max_iterations: u32) -> DlsOutcome {
+    /// minimum (no step of any damping lowers the error). `fk` is the forward kinematics of
+    /// `pose` when the caller has it; [`DlsSteps::frames`] are that of the refined pose.
+    pub(crate) fn refine(&mut self, problem: &Problem, pose: &mut Pose, fk: Option<&Frames>, tolerance: f64, max_iterations: u32) -> DlsOutcome {
         let rig = problem.rig();
         self.collect_dofs(problem);
         let m = problem.goals().iter().map(|g| if g.orientation.is_some() { 6 } else { 3 }).sum::<usize>()
@@ -107,10 +127,14 @@ impl DlsSteps {
         if self.step.len() != n {
             self.step = DVector::zeros(n);
         }
-        if self.jac_t.shape() != (n, m) {
-            self.jac_t = DMatrix::zeros(n, m);
-        }
-        let mut error = evaluate(problem, &self.tree_poles, pose, &mut self.frames, &mut self.residual);
+        self.jac.resize(n * m, 0.0);
+        let mut error = match fk {
+            Some(fk) => {
+                self.frames.copy_from(fk);
+                residual(problem, &self.tree_poles, &self.frames, &mut self.residual)
+            }
+            None => evaluate(problem, &self.tree_poles, pose, &mut self.frames, &mut self.residual),
+        };
         if n == 0 || m == 0 {
             return DlsOutcome { iterations: 0, reached: self.all_reached(problem, tolerance) };
         }
@@ -125,7 +149,7 @@ impl DlsSteps {
             self.fill_jacobian(problem);
             let gram = std::mem::replace(&mut self.gram, DMatrix::zeros(0, 0));
             let mut gram = if gram.shape() == (m, m) { gram } else { DMatrix::zeros(m, m) };
-            gram_into(&self.jac_t, &mut gram);
+            self.gram_into(m, &mut gram);
             let scale = (0..m).map(|i| gram[(i, i)]).fold(0.0, f64::max);
             if scale <= 0.0 {
                 self.gram = gram;
@@ -138,10 +162,10 @@ impl DlsSteps {
             let Some(chol) = Cholesky::new(gram) else { break };
             chol.solve_mut(&mut self.rhs);
             self.gram = chol.unpack();
-            // Δθ = Jᵀ y, column by column (Jᵀ's columns are J's rows).
-            self.step.fill(0.0);
-            for (i, y) in self.rhs.iter().enumerate() {
-                self.step.axpy(*y, &self.jac_t.column(i), 1.0);
+            // Δθ = Jᵀ y, over each unknown's nonzero rows.
+            for k in 0..n {
+                let row = &self.jac[k * m..(k + 1) * m];
+                self.step[k] = self.nz[self.nz_start[k]..self.nz_start[k + 1]].iter().map(|&i| row[i] * self.rhs[i]).sum();
             }
             let mut trial = std::mem::take(&mut self.trial);
             // Field by field: the derived `Pose::clone_from` would allocate anew.
@@ -172,6 +196,11 @@ impl DlsSteps {
             }
         }
         DlsOutcome { iterations: it, reached: self.all_reached(problem, tolerance) }
+    }
+
+    /// The forward kinematics of the pose the last [`DlsSteps::refine`] left.
+    pub(crate) fn frames(&self) -> &Frames {
+        &self.frames
     }
 
     /// The unknowns: every unlocked bone some goal moves (three world axes, or its hinge axis),
@@ -231,8 +260,8 @@ impl DlsSteps {
         }
     }
 
-    /// `J` (stored as `Jᵀ`): a column per unknown, rows as the residual's; each goal's effector
-    /// moves with every unknown of a bone on its path to the root.
+    /// `J` at the current frames, by unknown (see `jac`): each goal's effector moves with every
+    /// unknown of a bone on its path to the root.
     fn fill_jacobian(&mut self, problem: &Problem) {
         let rig = problem.rig();
         let topo = problem.topology();
@@ -242,58 +271,79 @@ impl DlsSteps {
             let axis = self.axis(problem, self.dofs[k]);
             self.axes.push(axis);
         }
-        self.jac_t.fill(0.0);
+        self.goal_rows.clear();
         let mut row = 0;
         for (gi, g) in problem.goals().iter().enumerate() {
-            let w = g.weight.sqrt();
-            let e = self.frames.effector(g.bone, g.use_tail);
-            let orientation = g.orientation.is_some();
-            for (col, (&dof, &axis)) in self.dofs.iter().zip(&self.axes).enumerate() {
+            let weight_sqrt = g.weight.sqrt();
+            let orientation = g.orientation.map(|_| weight_sqrt * topo.chain_reach[gi]);
+            self.goal_rows.push(GoalRows { row, weight_sqrt, effector: self.frames.effector(g.bone, g.use_tail), orientation });
+            row += if orientation.is_some() { 6 } else { 3 };
+        }
+        let m = row + self.tree_poles.len();
+        self.pole_at.clear();
+        for &gi in &self.tree_poles {
+            let top = pole_top(problem, gi);
+            self.pole_at.push(pole_swivel(problem, gi, self.frames.rotations[top], self.frames.heads[top]));
+        }
+        self.nz.clear();
+        self.nz_start.clear();
+        for (k, (&dof, &axis)) in self.dofs.iter().zip(&self.axes).enumerate() {
+            self.nz_start.push(self.nz.len());
+            let jac = &mut self.jac[k * m..(k + 1) * m];
+            let stiff = dof.bone.map_or(1.0, |b| 1.0 - rig.bone(b).limit.stiffness);
+            for (gi, gr) in self.goal_rows.iter().enumerate() {
                 let (dp, dr) = match dof.bone {
                     None => (axis, DVec3::ZERO),
-                    Some(b) if self.moves[gi * bones + b] => {
-                        let k = 1.0 - rig.bone(b).limit.stiffness;
-                        (axis.cross(e - self.frames.heads[b]) * k, axis * k)
+                    Some(b) if self.moves[gi * bones + b] => (axis.cross(gr.effector - self.frames.heads[b]) * stiff, axis * stiff),
+                    Some(_) => continue,
+                };
+                let r = gr.row;
+                jac[r..r + 3].copy_from_slice(&(dp * gr.weight_sqrt).to_array());
+                self.nz.extend(r..r + 3);
+                if let Some(scale) = gr.orientation {
+                    jac[r + 3..r + 6].copy_from_slice(&(dr * scale).to_array());
+                    self.nz.extend(r + 3..r + 6);
+                }
+            }
+            // Tree poles: the swivel turns with the chain's top bone and everything above it
+            // (which also moves the top's head, and with it the axis); first-order updates, no FK.
+            for (p, &gi) in self.tree_poles.iter().enumerate() {
+                let g = &problem.goals()[gi];
+                let top = pole_top(problem, gi);
+                let (rot, head) = (self.frames.rotations[top], self.frames.heads[top]);
+                let turned = match dof.bone {
+                    None => (rot, head + axis * SWIVEL_STEP),
+                    Some(b) if b <= top && self.moves[gi * bones + b] => {
+                        let turn = from_rotation_vector(axis * (SWIVEL_STEP * stiff));
+                        let pivot = self.frames.heads[b];
+                        ((turn * rot).normalize(), pivot + turn * (head - pivot))
                     }
                     Some(_) => continue,
                 };
-                let dp = dp * w;
-                self.jac_t[(col, row)] = dp.x;
-                self.jac_t[(col, row + 1)] = dp.y;
-                self.jac_t[(col, row + 2)] = dp.z;
-                if orientation {
-                    let dr = dr * (w * topo.chain_reach[gi]);
-                    self.jac_t[(col, row + 3)] = dr.x;
-                    self.jac_t[(col, row + 4)] = dr.y;
-                    self.jac_t[(col, row + 5)] = dr.z;
-                }
+                let at = self.pole_at[p];
+                let scale = g.weight.sqrt() * topo.chain_reach[gi];
+                jac[row + p] = (pole_swivel(problem, gi, turned.0, turned.1) - at) / SWIVEL_STEP * scale;
+                self.nz.push(row + p);
             }
-            row += if orientation { 6 } else { 3 };
         }
-        // Tree poles: the swivel turns with the chain's top bone and everything above it (which
-        // also moves the top's head, and with it the axis); first-order updates, no FK.
-        for &gi in &self.tree_poles {
-            let g = &problem.goals()[gi];
-            let top = pole_top(problem, gi);
-            let (rot, head) = (self.frames.rotations[top], self.frames.heads[top]);
-            let scale = g.weight.sqrt() * topo.chain_reach[gi];
-            let at = pole_swivel(problem, gi, rot, head);
-            for (col, (&dof, &axis)) in self.dofs.iter().zip(&self.axes).enumerate() {
-                let turned = match dof.bone {
-                    None => Some((rot, head + axis * SWIVEL_STEP)),
-                    Some(b) if b <= top && self.moves[gi * bones + b] => {
-                        let k = 1.0 - rig.bone(b).limit.stiffness;
-                        let turn = from_rotation_vector(axis * (SWIVEL_STEP * k));
-                        let pivot = self.frames.heads[b];
-                        Some(((turn * rot).normalize(), pivot + turn * (head - pivot)))
-                    }
-                    Some(_) => None,
-                };
-                if let Some((r, h)) = turned {
-                    self.jac_t[(col, row)] = (pole_swivel(problem, gi, r, h) - at) / SWIVEL_STEP * scale;
+        self.nz_start.push(self.nz.len());
+    }
+
+    /// `J Jᵀ` into the lower triangle of `gram` (m × m; the Cholesky factorisation reads only
+    /// that), as the sum over unknowns of the outer products of their nonzero rows.
+    fn gram_into(&self, m: usize, gram: &mut DMatrix<f64>) {
+        let g = gram.as_mut_slice();
+        g.fill(0.0);
+        for k in 0..self.dofs.len() {
+            let jac = &self.jac[k * m..(k + 1) * m];
+            let idx = &self.nz[self.nz_start[k]..self.nz_start[k + 1]];
+            for (a, &i) in idx.iter().enumerate() {
+                let v = jac[i];
+                // Column-major: (i, j) is at i + j·m; j ≤ i.
+                for &j in &idx[..=a] {
+                    g[i + j * m] += v * jac[j];
                 }
             }
-            row += 1;
         }
     }
 
@@ -321,11 +371,10 @@ impl DlsSteps {
             // world = base · local, exp(ω) · world = base · local · exp(world⁻¹ ω).
             let world = self.frames.rotations[b];
             let local = pose.rotations[b];
-            let wanted = (local * from_rotation_vector(world.conjugate() * turn)).normalize();
+            let wanted = renormalize(local * from_rotation_vector(world.conjugate() * turn));
             let limit = &rig.bone(b).limit;
             let clamped = limit.clamp(wanted);
-            let taken = crate::geometry::angle_between(clamped, wanted);
-            if taken > CLAMPED {
+            if clamped != wanted && angle_between(clamped, wanted) > CLAMPED {
                 // The world direction the clamp removed: base · rotvec(clamped · wanted⁻¹).
                 let base = world * local.conjugate();
                 self.blocked[b] = (base * rotation_vector((clamped * wanted.conjugate()).normalize())).try_normalize();
@@ -336,24 +385,16 @@ impl DlsSteps {
     }
 }
 
-/// `J Jᵀ` into `gram` (m × m) from `jac_t` = `Jᵀ` (n × m), by dot products of its contiguous
-/// columns: the sizes are small (three rows per goal), where a general matrix product's packing
-/// costs more than the arithmetic and allocates.
-fn gram_into(jac_t: &DMatrix<f64>, gram: &mut DMatrix<f64>) {
-    let m = jac_t.ncols();
-    for i in 0..m {
-        for j in 0..=i {
-            let v = jac_t.column(i).dot(&jac_t.column(j));
-            gram[(i, j)] = v;
-            gram[(j, i)] = v;
-        }
-    }
-}
-
 /// Forward kinematics of `pose` into `frames` and the residual (rows as `J`'s) into `residual`;
 /// returns `|r|²`. `tree_poles` are the goals with a residual row for their pole's swivel.
 fn evaluate(problem: &Problem, tree_poles: &[usize], pose: &Pose, frames: &mut Frames, residual: &mut DVector<f64>) -> f64 {
     problem.rig().forward_into(pose, frames);
+    self::residual(problem, tree_poles, frames, residual)
+}
+
+/// The residual (rows as `J`'s) of the pose whose forward kinematics is `frames`, into
+/// `residual`; returns `|r|²`.
+fn residual(problem: &Problem, tree_poles: &[usize], frames: &Frames, residual: &mut DVector<f64>) -> f64 {
     let topo = problem.topology();
     let mut row = 0;
     for (gi, g) in problem.goals().iter().enumerate() {

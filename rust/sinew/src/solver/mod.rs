@@ -109,16 +109,26 @@ impl Solution {
         stop: StopReason,
         tolerance: f64,
     ) -> Self {
-        let topo = problem.topology();
-        for (i, q) in pose.rotations.iter_mut().enumerate() {
-            let s = start[i];
-            if !topo.is_active[i] {
-                *q = s;
-            } else if q.dot(s) < 0.0 {
-                *q = -*q;
-            }
-        }
+        settle(problem, start, &mut pose.rotations);
         problem.rig().forward_into(&pose, frames);
+        Self::of_solved(problem, pose, frames, iterations, stop, tolerance)
+    }
+
+    /// [`Solution::of_pose`] for a `pose` whose forward kinematics `frames` already holds, and
+    /// whose bones no goal moves already have their start rotations (as the damped-least-squares
+    /// steps leave them): flipping a quaternion's sign changes no bit of forward kinematics, so
+    /// `frames` stand (the property tests check every solution's residuals against
+    /// [`crate::Rig::forward`] of its pose, bit for bit).
+    pub(crate) fn of_pose_with_frames(
+        problem: &Problem,
+        start: &[DQuat],
+        mut pose: Pose,
+        frames: &Frames,
+        iterations: u32,
+        stop: StopReason,
+        tolerance: f64,
+    ) -> Self {
+        settle(problem, start, &mut pose.rotations);
         Self::of_solved(problem, pose, frames, iterations, stop, tolerance)
     }
 
@@ -151,6 +161,20 @@ impl Solution {
             Ok(self)
         } else {
             Err(Error::NotConverged { iterations: self.iterations, residual: self.worst_residual() })
+        }
+    }
+}
+
+/// Bones no goal moves back to their `start` rotation exactly; every other bone's quaternion
+/// into its start's hemisphere (see [`Solution::of_pose`]).
+pub(crate) fn settle(problem: &Problem, start: &[DQuat], rotations: &mut [DQuat]) {
+    let topo = problem.topology();
+    for (i, q) in rotations.iter_mut().enumerate() {
+        let s = start[i];
+        if !topo.is_active[i] {
+            *q = s;
+        } else if q.dot(s) < 0.0 {
+            *q = -*q;
         }
     }
 }

@@ -209,6 +209,15 @@ pub fn check_solution(
             return Err(format!("goal {gi}: reported residual {} but FK gives {d}", sol.residuals[gi]));
         }
     }
+    // The residuals are those of the returned pose as the library's own forward kinematics
+    // computes them, to the last bit.
+    let lib = rig.forward(pose);
+    for (gi, g) in problem.goals().iter().enumerate() {
+        let d = (lib.effector(g.bone, g.use_tail) - g.target).length();
+        if d.to_bits() != sol.residuals[gi].to_bits() {
+            return Err(format!("goal {gi}: reported residual {:e} but Rig::forward gives {d:e}", sol.residuals[gi]));
+        }
+    }
     if sol.reached != sol.residuals.iter().all(|&r| r <= tolerance) {
         return Err(format!("reached = {} but residuals {:?} vs tolerance {tolerance}", sol.reached, sol.residuals));
     }
