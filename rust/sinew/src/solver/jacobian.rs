@@ -54,13 +54,15 @@ pub(crate) struct DlsSteps {
     dofs: Vec<Dof>,
     /// Per bone: the direction a clamp blocked (world, unit), if any.
     blocked: Vec<Option<DVec3>>,
-    /// `J` by unknown: `jac[k * rows + r]` is residual row `r`'s derivative by unknown `k`. Only
-    /// the entries `nz` lists are written and read (a goal's rows move only with the bones on its
-    /// path, so most of `J` is zero).
-    jac: Vec<f64>,
-    /// The residual rows unknown `k` moves: `nz[nz_start[k]..nz_start[k + 1]]`, ascending.
-    nz: Vec<usize>,
-    nz_start: Vec<usize>,
+    /// `J` by unknown, as its nonzero entries (a goal's rows move only with the bones on its
+    /// path, so most of `J` is zero): unknown `k` moves the three rows from `r` by `v` for each
+    /// `(r, v)` in `blocks[block_start[k]..block_start[k + 1]]` (a goal's position rows, and its
+    /// orientation rows), and pole row `r` by `d` for each `(r, d)` in
+    /// `pole_rows[pole_start[k]..pole_start[k + 1]]`. Rows ascend within each list.
+    blocks: Vec<(usize, DVec3)>,
+    block_start: Vec<usize>,
+    pole_rows: Vec<(usize, f64)>,
+    pole_start: Vec<usize>,
     /// Per goal at the current pose: its first residual row, √weight, effector and (for an
     /// orientation goal) the scale of its rotation rows.
     goal_rows: Vec<GoalRows>,
@@ -127,7 +129,6 @@ impl DlsSteps {
         if self.step.len() != n {
             self.step = DVector::zeros(n);
         }
-        self.jac.resize(n * m, 0.0);
         let mut error = match fk {
             Some(fk) => {
                 self.frames.copy_from(fk);
@@ -163,9 +164,12 @@ impl DlsSteps {
             chol.solve_mut(&mut self.rhs);
             self.gram = chol.unpack();
             // Δθ = Jᵀ y, over each unknown's nonzero rows.
+            let y = self.rhs.as_slice();
             for k in 0..n {
-                let row = &self.jac[k * m..(k + 1) * m];
-                self.step[k] = self.nz[self.nz_start[k]..self.nz_start[k + 1]].iter().map(|&i| row[i] * self.rhs[i]).sum();
+                let blocks = &self.blocks[self.block_start[k]..self.block_start[k + 1]];
+                let poles = &self.pole_rows[self.pole_start[k]..self.pole_start[k + 1]];
+                self.step[k] = blocks.iter().map(|&(r, v)| v.dot(DVec3::from_slice(&y[r..r + 3]))).sum::<f64>()
+                    + poles.iter().map(|&(r, d)| d * y[r]).sum::<f64>();
             }
             let mut trial = std::mem::take(&mut self.trial);
             // Field by field: the derived `Pose::clone_from` would allocate anew.
@@ -279,17 +283,19 @@ impl DlsSteps {
             self.goal_rows.push(GoalRows { row, weight_sqrt, effector: self.frames.effector(g.bone, g.use_tail), orientation });
             row += if orientation.is_some() { 6 } else { 3 };
         }
-        let m = row + self.tree_poles.len();
+
         self.pole_at.clear();
         for &gi in &self.tree_poles {
             let top = pole_top(problem, gi);
             self.pole_at.push(pole_swivel(problem, gi, self.frames.rotations[top], self.frames.heads[top]));
         }
-        self.nz.clear();
-        self.nz_start.clear();
-        for (k, (&dof, &axis)) in self.dofs.iter().zip(&self.axes).enumerate() {
-            self.nz_start.push(self.nz.len());
-            let jac = &mut self.jac[k * m..(k + 1) * m];
+        self.blocks.clear();
+        self.block_start.clear();
+        self.pole_rows.clear();
+        self.pole_start.clear();
+        for (&dof, &axis) in self.dofs.iter().zip(&self.axes) {
+            self.block_start.push(self.blocks.len());
+            self.pole_start.push(self.pole_rows.len());
             let stiff = dof.bone.map_or(1.0, |b| 1.0 - rig.bone(b).limit.stiffness);
             for (gi, gr) in self.goal_rows.iter().enumerate() {
                 let (dp, dr) = match dof.bone {
@@ -297,12 +303,9 @@ impl DlsSteps {
                     Some(b) if self.moves[gi * bones + b] => (axis.cross(gr.effector - self.frames.heads[b]) * stiff, axis * stiff),
                     Some(_) => continue,
                 };
-                let r = gr.row;
-                jac[r..r + 3].copy_from_slice(&(dp * gr.weight_sqrt).to_array());
-                self.nz.extend(r..r + 3);
+                self.blocks.push((gr.row, dp * gr.weight_sqrt));
                 if let Some(scale) = gr.orientation {
-                    jac[r + 3..r + 6].copy_from_slice(&(dr * scale).to_array());
-                    self.nz.extend(r + 3..r + 6);
+                    self.blocks.push((gr.row + 3, dr * scale));
                 }
             }
             // Tree poles: the swivel turns with the chain's top bone and everything above it
@@ -320,13 +323,12 @@ impl DlsSteps {
                     }
                     Some(_) => continue,
                 };
-                let at = self.pole_at[p];
                 let scale = g.weight.sqrt() * topo.chain_reach[gi];
-                jac[row + p] = (pole_swivel(problem, gi, turned.0, turned.1) - at) / SWIVEL_STEP * scale;
-                self.nz.push(row + p);
+                self.pole_rows.push((row + p, (pole_swivel(problem, gi, turned.0, turned.1) - self.pole_at[p]) / SWIVEL_STEP * scale));
             }
         }
-        self.nz_start.push(self.nz.len());
+        self.block_start.push(self.blocks.len());
+        self.pole_start.push(self.pole_rows.len());
     }
 
     /// `J Jᵀ` into the lower triangle of `gram` (m × m; the Cholesky factorisation reads only
@@ -335,13 +337,28 @@ impl DlsSteps {
         let g = gram.as_mut_slice();
         g.fill(0.0);
         for k in 0..self.dofs.len() {
-            let jac = &self.jac[k * m..(k + 1) * m];
-            let idx = &self.nz[self.nz_start[k]..self.nz_start[k + 1]];
-            for (a, &i) in idx.iter().enumerate() {
-                let v = jac[i];
-                // Column-major: (i, j) is at i + j·m; j ≤ i.
-                for &j in &idx[..=a] {
-                    g[i + j * m] += v * jac[j];
+            let blocks = &self.blocks[self.block_start[k]..self.block_start[k + 1]];
+            let poles = &self.pole_rows[self.pole_start[k]..self.pole_start[k + 1]];
+            // Column-major: (i, j) is at i + j·m, j ≤ i. Blocks ascend, and pole rows come after
+            // every block's.
+            for (a, &(ra, u)) in blocks.iter().enumerate() {
+                for &(rb, v) in &blocks[..=a] {
+                    for (c, vc) in v.to_array().into_iter().enumerate() {
+                        let col = &mut g[(rb + c) * m + ra..(rb + c) * m + ra + 3];
+                        col[0] += u.x * vc;
+                        col[1] += u.y * vc;
+                        col[2] += u.z * vc;
+                    }
+                }
+            }
+            for (a, &(ra, d)) in poles.iter().enumerate() {
+                for &(rb, v) in blocks {
+                    for (c, vc) in v.to_array().into_iter().enumerate() {
+                        g[(rb + c) * m + ra] += d * vc;
+                    }
+                }
+                for &(rb, e) in &poles[..=a] {
+                    g[rb * m + ra] += d * e;
                 }
             }
         }
