@@ -15,14 +15,21 @@
 //! Levenberg–Marquardt's: halved after a step that lowers `|r|²`, multiplied by four (and the
 //! step retried) after one that does not.
 //!
+//! `J` is never formed. A goal's rows move only with the bones on its path, and a bone's three
+//! unknowns act on them as one cross product: turning about world axis `a` moves an effector at
+//! lever `d` from the head by `a × d`. So each bone keeps, per goal it moves, its lever; `J Jᵀ`
+//! is a sum of 3 × 3 blocks per pair of those goals (in closed form for the unprojected world
+//! axes: `Σ_c (e_c × d)(e_c × d')ᵀ = (d·d') I − d' dᵀ`), `Jᵀ y` a cross product per goal, and
+//! the small dense system is solved by a Cholesky factorisation written out here (at three to
+//! thirty rows, cheaper than a general library's).
+//!
 //! Limits are kept at every step: each bone's new local rotation is clamped to its limit, as in
 //! FABRIK (§3.7.2). A clamped bone would otherwise keep pushing into its limit while the step
 //! assumes it moved; so the direction the clamp took away is blocked (projected out of that
 //! bone's axes) for the following steps, and the other joints take up the rest (the "clamping
 //! loop" of Baerlocher & Boulic, for swing cones).
 
-use glam::DVec3;
-use nalgebra::{DMatrix, DVector, linalg::Cholesky};
+use glam::{DMat3, DVec3};
 
 use crate::geometry::{angle_between, from_rotation_vector, renormalize, rotation_vector};
 use crate::limits::Swing;
@@ -38,63 +45,71 @@ const DAMPING_MAX: f64 = 1e6;
 /// The clamp moved a bone by more than this (radians): its direction is blocked.
 const CLAMPED: f64 = 1e-9;
 
-/// One unknown: a turn of `bone` about a world axis (`None`: the root's translation along a
-/// world axis).
+/// The unknowns of one bone (a turn about up to three world axes through its head, scaled by
+/// `gain`), or of the root's translation (`bone: None`, the three world axes).
 #[derive(Debug, Clone, Copy)]
-struct Dof {
+struct Joint {
     bone: Option<usize>,
-    /// For a bone: 0–2 the world axes (projected off the blocked direction), 3 the hinge axis.
-    /// For the root's translation: the world axis.
-    axis: usize,
+    /// `1 − stiffness`.
+    gain: f64,
+    /// The bone's unknown axes at the current pose (world, `count` of them): its hinge axis, or
+    /// the world axes with the blocked direction projected out.
+    axes: [DVec3; 3],
+    count: usize,
+    /// `axes` are exactly the world axes (nothing blocked), so the closed forms apply.
+    world_axes: bool,
+}
+
+/// How a joint moves one goal's rows at the current pose: the position rows from `row` by
+/// `a × lever` per unknown axis `a` (`lever` = gain · √weight · (effector − head)), and for an
+/// orientation goal the three rows after them by `spin · a`. For the root's translation the
+/// position rows move by `lever.x` along each axis.
+#[derive(Debug, Clone, Copy)]
+struct Link {
+    row: usize,
+    lever: DVec3,
+    spin: Option<f64>,
+}
+
+/// How a joint moves a tree pole's row: by `per_axis[c]` per unknown `c`; `turn` is
+/// `Σ_c per_axis[c] · axes[c]` (for the root's translation, `per_axis` itself).
+#[derive(Debug, Clone, Copy)]
+struct PoleLink {
+    row: usize,
+    per_axis: DVec3,
+    turn: DVec3,
 }
 
 /// Scratch space and state of a damped-least-squares solve, reused between solves.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct DlsSteps {
-    dofs: Vec<Dof>,
+    joints: Vec<Joint>,
+    /// Per joint `j`, the goals it moves: `reaches[reach_start[j]..reach_start[j + 1]]`.
+    reaches: Vec<usize>,
+    reach_start: Vec<usize>,
+    /// Aligned with `reaches`: the links at the current pose.
+    links: Vec<Link>,
+    /// Per joint `j`, its links to tree poles: `pole_links[pole_start[j]..pole_start[j + 1]]`.
+    pole_links: Vec<PoleLink>,
+    pole_start: Vec<usize>,
     /// Per bone: the direction a clamp blocked (world, unit), if any.
     blocked: Vec<Option<DVec3>>,
-    /// `J` by unknown, as its nonzero entries (a goal's rows move only with the bones on its
-    /// path, so most of `J` is zero): unknown `k` moves the three rows from `r` by `v` for each
-    /// `(r, v)` in `blocks[block_start[k]..block_start[k + 1]]` (a goal's position rows, and its
-    /// orientation rows), and pole row `r` by `d` for each `(r, d)` in
-    /// `pole_rows[pole_start[k]..pole_start[k + 1]]`. Rows ascend within each list.
-    blocks: Vec<(usize, DVec3)>,
-    block_start: Vec<usize>,
-    pole_rows: Vec<(usize, f64)>,
-    pole_start: Vec<usize>,
-    /// Per goal at the current pose: its first residual row, √weight, effector and (for an
-    /// orientation goal) the scale of its rotation rows.
-    goal_rows: Vec<GoalRows>,
-    /// Per tree pole: its swivel at the current pose.
-    pole_at: Vec<f64>,
-    /// Per unknown: its world axis at the current pose.
-    axes: Vec<DVec3>,
-    /// `moves[g * bones + b]`: bone `b` is goal `g`'s effector or one of its ancestors.
-    moves: Vec<bool>,
     /// Goals whose pole is kept in a tree (see [`pole_swivel`]): one residual row each.
     tree_poles: Vec<usize>,
-    gram: DMatrix<f64>,
-    rhs: DVector<f64>,
-    step: DVector<f64>,
+    /// Per goal: its first residual row.
+    goal_rows: Vec<usize>,
+    /// `J Jᵀ + λ² I`, row-major, lower triangle (then its Cholesky factor).
+    gram: Vec<f64>,
+    /// The right-hand side, then the solution `y` of the damped system.
+    rhs: Vec<f64>,
     /// The pose being refined: its frames and residual.
     frames: Frames,
-    residual: DVector<f64>,
+    residual: Vec<f64>,
     /// A step's candidate, evaluated beside them and swapped in when it is accepted (so a
     /// rejected step leaves the pose's frames and residual as they were).
     trial: Pose,
     trial_frames: Frames,
-    trial_residual: DVector<f64>,
-}
-
-/// Where a goal's rows sit in `J` and what fills them (see [`DlsSteps::fill_jacobian`]).
-#[derive(Debug, Clone, Copy)]
-struct GoalRows {
-    row: usize,
-    weight_sqrt: f64,
-    effector: DVec3,
-    /// `Some(√weight · reach)` for an orientation goal (three more rows).
-    orientation: Option<f64>,
+    trial_residual: Vec<f64>,
 }
 
 /// What a damped-least-squares run did.
@@ -115,20 +130,15 @@ impl DlsSteps {
     /// `pose` when the caller has it; [`DlsSteps::frames`] are that of the refined pose.
     pub(crate) fn refine(&mut self, problem: &Problem, pose: &mut Pose, fk: Option<&Frames>, tolerance: f64, max_iterations: u32) -> DlsOutcome {
         let rig = problem.rig();
-        self.collect_dofs(problem);
-        let m = problem.goals().iter().map(|g| if g.orientation.is_some() { 6 } else { 3 }).sum::<usize>()
+        self.collect_joints(problem);
+        let m = self.goal_rows.last().map_or(0, |&r| r + problem.goals().last().map_or(0, |g| if g.orientation.is_some() { 6 } else { 3 }))
             + self.tree_poles.len();
-        let n = self.dofs.len();
         self.blocked.clear();
         self.blocked.resize(rig.len(), None);
-        if self.residual.len() != m {
-            self.residual = DVector::zeros(m);
-            self.trial_residual = DVector::zeros(m);
-            self.rhs = DVector::zeros(m);
+        for v in [&mut self.residual, &mut self.trial_residual, &mut self.rhs] {
+            v.resize(m, 0.0);
         }
-        if self.step.len() != n {
-            self.step = DVector::zeros(n);
-        }
+        self.gram.resize(m * m, 0.0);
         let mut error = match fk {
             Some(fk) => {
                 self.frames.copy_from(fk);
@@ -136,7 +146,7 @@ impl DlsSteps {
             }
             None => evaluate(problem, &self.tree_poles, pose, &mut self.frames, &mut self.residual),
         };
-        if n == 0 || m == 0 {
+        if self.joints.is_empty() || m == 0 {
             return DlsOutcome { iterations: 0, reached: self.all_reached(problem, tolerance) };
         }
         let mut damping = DAMPING_START;
@@ -147,29 +157,18 @@ impl DlsSteps {
             }
             it += 1;
             // `self.frames` and `self.residual` are those of `pose`.
-            self.fill_jacobian(problem);
-            let gram = std::mem::replace(&mut self.gram, DMatrix::zeros(0, 0));
-            let mut gram = if gram.shape() == (m, m) { gram } else { DMatrix::zeros(m, m) };
-            self.gram_into(m, &mut gram);
-            let scale = (0..m).map(|i| gram[(i, i)]).fold(0.0, f64::max);
+            self.linearize(problem);
+            self.gram_into(m);
+            let scale = (0..m).map(|i| self.gram[i * m + i]).fold(0.0, f64::max);
             if scale <= 0.0 {
-                self.gram = gram;
                 break;
             }
             for i in 0..m {
-                gram[(i, i)] += damping.max(DAMPING_MIN) * scale;
+                self.gram[i * m + i] += damping.max(DAMPING_MIN) * scale;
             }
-            self.rhs.copy_from(&self.residual);
-            let Some(chol) = Cholesky::new(gram) else { break };
-            chol.solve_mut(&mut self.rhs);
-            self.gram = chol.unpack();
-            // Δθ = Jᵀ y, over each unknown's nonzero rows.
-            let y = self.rhs.as_slice();
-            for k in 0..n {
-                let blocks = &self.blocks[self.block_start[k]..self.block_start[k + 1]];
-                let poles = &self.pole_rows[self.pole_start[k]..self.pole_start[k + 1]];
-                self.step[k] = blocks.iter().map(|&(r, v)| v.dot(DVec3::from_slice(&y[r..r + 3]))).sum::<f64>()
-                    + poles.iter().map(|&(r, d)| d * y[r]).sum::<f64>();
+            self.rhs.copy_from_slice(&self.residual);
+            if !cholesky_solve(&mut self.gram, m, &mut self.rhs) {
+                break;
             }
             let mut trial = std::mem::take(&mut self.trial);
             // Field by field: the derived `Pose::clone_from` would allocate anew.
@@ -207,37 +206,52 @@ impl DlsSteps {
         &self.frames
     }
 
-    /// The unknowns: every unlocked bone some goal moves (three world axes, or its hinge axis),
-    /// then the root's translation when it is free.
-    fn collect_dofs(&mut self, problem: &Problem) {
+    /// The joints: every unlocked bone some goal moves (three world axes, or its hinge axis),
+    /// then the root's translation when it is free; which goals each moves; the residual rows.
+    fn collect_joints(&mut self, problem: &Problem) {
         let rig = problem.rig();
-        self.dofs.clear();
-        for &b in &problem.topology().active {
+        let topo = problem.topology();
+        let goals = problem.goals();
+        let unknown = |bone: Option<usize>, gain: f64| Joint { bone, gain, axes: DVec3::AXES, count: 3, world_axes: true };
+        self.joints.clear();
+        for &b in &topo.active {
             let limit = &rig.bone(b).limit;
             if limit.locked || limit.stiffness >= 1.0 {
                 continue;
             }
-            match limit.swing {
-                Swing::Hinge(_) => self.dofs.push(Dof { bone: Some(b), axis: 3 }),
-                _ => self.dofs.extend((0..3).map(|axis| Dof { bone: Some(b), axis })),
-            }
+            self.joints.push(unknown(Some(b), 1.0 - limit.stiffness));
         }
-        if problem.root() == RootMode::Free && problem.topology().active.first() == Some(&0) {
-            self.dofs.extend((0..3).map(|axis| Dof { bone: None, axis }));
+        if problem.root() == RootMode::Free && topo.active.first() == Some(&0) {
+            self.joints.push(unknown(None, 1.0));
         }
-        let topo = problem.topology();
+        self.reaches.clear();
+        self.reach_start.clear();
+        for joint in &self.joints {
+            self.reach_start.push(self.reaches.len());
+            // A goal moves with a bone on its path to the root (and always with the root's
+            // translation).
+            self.reaches.extend((0..goals.len()).filter(|&gi| {
+                joint.bone.is_none_or(|b| {
+                    let mut x = Some(goals[gi].bone);
+                    while let Some(i) = x {
+                        if i == b {
+                            return true;
+                        }
+                        x = if i > b { rig.bone(i).parent } else { None };
+                    }
+                    false
+                })
+            }));
+        }
+        self.reach_start.push(self.reaches.len());
+        self.goal_rows.clear();
+        let mut row = 0;
+        for g in goals {
+            self.goal_rows.push(row);
+            row += if g.orientation.is_some() { 6 } else { 3 };
+        }
         self.tree_poles.clear();
-        self.tree_poles.extend((0..problem.goals().len()).filter(|&gi| problem.goals()[gi].pole.is_some() && !topo.is_lone_chain(gi)));
-        let bones = rig.len();
-        self.moves.clear();
-        self.moves.resize(problem.goals().len() * bones, false);
-        for (gi, g) in problem.goals().iter().enumerate() {
-            let mut b = Some(g.bone);
-            while let Some(x) = b {
-                self.moves[gi * bones + x] = true;
-                b = rig.bone(x).parent;
-            }
-        }
+        self.tree_poles.extend((0..goals.len()).filter(|&gi| goals[gi].pole.is_some() && !topo.is_lone_chain(gi)));
     }
 
     /// Every goal within `tolerance`, and every tree pole's swivel within [`POLE_TOLERANCE`].
@@ -249,179 +263,263 @@ impl DlsSteps {
             })
     }
 
-    /// The world axis of unknown `dof` at the current frames.
-    fn axis(&self, problem: &Problem, dof: Dof) -> DVec3 {
-        let Some(b) = dof.bone else { return DVec3::AXES[dof.axis] };
-        if dof.axis == 3 {
-            let Swing::Hinge(h) = problem.rig().bone(b).limit.swing else { unreachable!("hinge axis of a non-hinge") };
-            // The local rotation turns about the hinge axis, which it therefore keeps.
-            return self.frames.rotations[b] * h.axis;
-        }
-        let a = DVec3::AXES[dof.axis];
-        match self.blocked[b] {
-            Some(v) => a - v * v.dot(a),
-            None => a,
-        }
-    }
-
-    /// `J` at the current frames, by unknown (see `jac`): each goal's effector moves with every
-    /// unknown of a bone on its path to the root.
-    fn fill_jacobian(&mut self, problem: &Problem) {
+    /// `J` at the current frames, as each joint's axes, links and pole links.
+    fn linearize(&mut self, problem: &Problem) {
         let rig = problem.rig();
         let topo = problem.topology();
-        let bones = rig.len();
-        self.axes.clear();
-        for k in 0..self.dofs.len() {
-            let axis = self.axis(problem, self.dofs[k]);
-            self.axes.push(axis);
-        }
-        self.goal_rows.clear();
-        let mut row = 0;
-        for (gi, g) in problem.goals().iter().enumerate() {
-            let weight_sqrt = g.weight.sqrt();
-            let orientation = g.orientation.map(|_| weight_sqrt * topo.chain_reach[gi]);
-            self.goal_rows.push(GoalRows { row, weight_sqrt, effector: self.frames.effector(g.bone, g.use_tail), orientation });
-            row += if orientation.is_some() { 6 } else { 3 };
-        }
-
-        self.pole_at.clear();
-        for &gi in &self.tree_poles {
-            let top = pole_top(problem, gi);
-            self.pole_at.push(pole_swivel(problem, gi, self.frames.rotations[top], self.frames.heads[top]));
-        }
-        self.blocks.clear();
-        self.block_start.clear();
-        self.pole_rows.clear();
+        let goals = problem.goals();
+        let first_pole_row = self.residual.len() - self.tree_poles.len();
+        self.links.clear();
+        self.pole_links.clear();
         self.pole_start.clear();
-        for (&dof, &axis) in self.dofs.iter().zip(&self.axes) {
-            self.block_start.push(self.blocks.len());
-            self.pole_start.push(self.pole_rows.len());
-            let stiff = dof.bone.map_or(1.0, |b| 1.0 - rig.bone(b).limit.stiffness);
-            for (gi, gr) in self.goal_rows.iter().enumerate() {
-                let (dp, dr) = match dof.bone {
-                    None => (axis, DVec3::ZERO),
-                    Some(b) if self.moves[gi * bones + b] => (axis.cross(gr.effector - self.frames.heads[b]) * stiff, axis * stiff),
-                    Some(_) => continue,
-                };
-                self.blocks.push((gr.row, dp * gr.weight_sqrt));
-                if let Some(scale) = gr.orientation {
-                    self.blocks.push((gr.row + 3, dr * scale));
+        for j in 0..self.joints.len() {
+            let joint = &mut self.joints[j];
+            if let Some(b) = joint.bone {
+                if let Swing::Hinge(h) = rig.bone(b).limit.swing {
+                    // The local rotation turns about the hinge axis, which it therefore keeps.
+                    joint.axes[0] = self.frames.rotations[b] * h.axis;
+                    joint.count = 1;
+                    joint.world_axes = false;
+                } else if let Some(v) = self.blocked[b] {
+                    joint.axes = DVec3::AXES.map(|a| a - v * v.dot(a));
+                    joint.world_axes = false;
                 }
+            }
+            let joint = *joint;
+            for &gi in &self.reaches[self.reach_start[j]..self.reach_start[j + 1]] {
+                let g = &goals[gi];
+                let w = g.weight.sqrt();
+                let lever = match joint.bone {
+                    Some(b) => (self.frames.effector(g.bone, g.use_tail) - self.frames.heads[b]) * (joint.gain * w),
+                    None => DVec3::splat(w),
+                };
+                let spin = g.orientation.and(joint.bone).map(|_| joint.gain * w * topo.chain_reach[gi]);
+                self.links.push(Link { row: self.goal_rows[gi], lever, spin });
             }
             // Tree poles: the swivel turns with the chain's top bone and everything above it
-            // (which also moves the top's head, and with it the axis); first-order updates, no FK.
+            // (which also moves the top's head, and with it the axis); numerical first-order
+            // derivatives, no FK.
+            self.pole_start.push(self.pole_links.len());
             for (p, &gi) in self.tree_poles.iter().enumerate() {
-                let g = &problem.goals()[gi];
                 let top = pole_top(problem, gi);
+                if joint.bone.is_some_and(|b| b > top || !self.reaches[self.reach_start[j]..self.reach_start[j + 1]].contains(&gi)) {
+                    continue;
+                }
                 let (rot, head) = (self.frames.rotations[top], self.frames.heads[top]);
-                let turned = match dof.bone {
-                    None => (rot, head + axis * SWIVEL_STEP),
-                    Some(b) if b <= top && self.moves[gi * bones + b] => {
-                        let turn = from_rotation_vector(axis * (SWIVEL_STEP * stiff));
-                        let pivot = self.frames.heads[b];
-                        ((turn * rot).normalize(), pivot + turn * (head - pivot))
-                    }
-                    Some(_) => continue,
+                let at = pole_swivel(problem, gi, rot, head);
+                let scale = goals[gi].weight.sqrt() * topo.chain_reach[gi];
+                let mut per_axis = DVec3::ZERO;
+                for c in 0..joint.count {
+                    let (r, h) = match joint.bone {
+                        None => (rot, head + joint.axes[c] * SWIVEL_STEP),
+                        Some(b) => {
+                            let turn = from_rotation_vector(joint.axes[c] * (SWIVEL_STEP * joint.gain));
+                            let pivot = self.frames.heads[b];
+                            ((turn * rot).normalize(), pivot + turn * (head - pivot))
+                        }
+                    };
+                    per_axis[c] = (pole_swivel(problem, gi, r, h) - at) / SWIVEL_STEP * scale;
+                }
+                let turn = match joint.bone {
+                    None => per_axis,
+                    Some(_) => (0..joint.count).map(|c| joint.axes[c] * per_axis[c]).sum(),
                 };
-                let scale = g.weight.sqrt() * topo.chain_reach[gi];
-                self.pole_rows.push((row + p, (pole_swivel(problem, gi, turned.0, turned.1) - self.pole_at[p]) / SWIVEL_STEP * scale));
+                self.pole_links.push(PoleLink { row: first_pole_row + p, per_axis, turn });
             }
         }
-        self.block_start.push(self.blocks.len());
-        self.pole_start.push(self.pole_rows.len());
+        self.pole_start.push(self.pole_links.len());
     }
 
-    /// `J Jᵀ` into the lower triangle of `gram` (m × m; the Cholesky factorisation reads only
-    /// that), as the sum over unknowns of the outer products of their nonzero rows.
-    fn gram_into(&self, m: usize, gram: &mut DMatrix<f64>) {
-        let g = gram.as_mut_slice();
+    /// `J Jᵀ` into the lower triangle of `self.gram` (row-major, m × m): per joint, a 3 × 3 block
+    /// (or a row, for a pole) per pair of the rows it moves.
+    fn gram_into(&mut self, m: usize) {
+        let g = &mut self.gram[..m * m];
         g.fill(0.0);
-        for k in 0..self.dofs.len() {
-            let blocks = &self.blocks[self.block_start[k]..self.block_start[k + 1]];
-            let poles = &self.pole_rows[self.pole_start[k]..self.pole_start[k + 1]];
-            // Column-major: (i, j) is at i + j·m, j ≤ i. Blocks ascend, and pole rows come after
-            // every block's.
-            for (a, &(ra, u)) in blocks.iter().enumerate() {
-                for &(rb, v) in &blocks[..=a] {
-                    for (c, vc) in v.to_array().into_iter().enumerate() {
-                        let col = &mut g[(rb + c) * m + ra..(rb + c) * m + ra + 3];
-                        col[0] += u.x * vc;
-                        col[1] += u.y * vc;
-                        col[2] += u.z * vc;
+        for (j, joint) in self.joints.iter().enumerate() {
+            let links = &self.links[self.reach_start[j]..self.reach_start[j + 1]];
+            let axes = &joint.axes[..joint.count];
+            for (a, la) in links.iter().enumerate() {
+                // Rows ascend with the goals, so `lb` (b ≤ a) is never below `la`.
+                for (b, lb) in links[..=a].iter().enumerate() {
+                    let (ra, rb) = (la.row, lb.row);
+                    if joint.bone.is_none() {
+                        add_block(g, m, ra, rb, DMat3::from_diagonal(DVec3::splat(la.lever.x * lb.lever.x)));
+                        continue;
+                    }
+                    let (da, db) = (la.lever, lb.lever);
+                    // Position rows of `la` by position rows of `lb`: Σ_c (a_c × da)(a_c × db)ᵀ.
+                    let pp = if joint.world_axes {
+                        DMat3::from_diagonal(DVec3::splat(da.dot(db))) - outer(db, da)
+                    } else {
+                        axes.iter().map(|&x| outer(x.cross(da), x.cross(db))).sum()
+                    };
+                    add_block(g, m, ra, rb, pp);
+                    if let Some(sa) = la.spin {
+                        // Orientation rows of `la` by position rows of `lb`: Σ_c sa a_c (a_c × db)ᵀ.
+                        let rp = if joint.world_axes { skew(db) * sa } else { axes.iter().map(|&x| outer(x * sa, x.cross(db))).sum() };
+                        add_block(g, m, ra + 3, rb, rp);
+                        if let Some(sb) = lb.spin {
+                            let rr = if joint.world_axes {
+                                DMat3::from_diagonal(DVec3::splat(sa * sb))
+                            } else {
+                                axes.iter().map(|&x| outer(x * sa, x * sb)).sum()
+                            };
+                            add_block(g, m, ra + 3, rb + 3, rr);
+                        }
+                    }
+                    if let Some(sb) = lb.spin
+                        && b < a
+                    {
+                        // Position rows of `la` by orientation rows of `lb` (above the diagonal
+                        // when they are the same goal's).
+                        let pr = if joint.world_axes { -skew(da) * sb } else { axes.iter().map(|&x| outer(x.cross(da), x * sb)).sum() };
+                        add_block(g, m, ra, rb + 3, pr);
                     }
                 }
             }
-            for (a, &(ra, d)) in poles.iter().enumerate() {
-                for &(rb, v) in blocks {
-                    for (c, vc) in v.to_array().into_iter().enumerate() {
-                        g[(rb + c) * m + ra] += d * vc;
+            let poles = &self.pole_links[self.pole_start[j]..self.pole_start[j + 1]];
+            for (a, pa) in poles.iter().enumerate() {
+                // Pole rows come after every goal's rows.
+                for l in links {
+                    let (pos, rot) = match joint.bone {
+                        None => (pa.per_axis * l.lever.x, None),
+                        Some(_) => (pa.turn.cross(l.lever), l.spin.map(|s| pa.turn * s)),
+                    };
+                    for c in 0..3 {
+                        g[pa.row * m + l.row + c] += pos[c];
+                    }
+                    if let Some(rot) = rot {
+                        for c in 0..3 {
+                            g[pa.row * m + l.row + 3 + c] += rot[c];
+                        }
                     }
                 }
-                for &(rb, e) in &poles[..=a] {
-                    g[rb * m + ra] += d * e;
+                for pb in &poles[..=a] {
+                    g[pa.row * m + pb.row] += pa.per_axis.dot(pb.per_axis);
                 }
             }
         }
     }
 
-    /// `trial` ← `pose` turned by `self.step`, each bone clamped to its limit; records the
-    /// directions clamps took away in `self.blocked`. `self.frames` are `pose`'s.
+    /// `trial` ← `pose` moved by `Jᵀ y` (`y` = `self.rhs`), each bone clamped to its limit;
+    /// records the directions clamps took away in `self.blocked`. `self.frames` are `pose`'s.
     fn apply_step(&mut self, problem: &Problem, pose: &Pose, trial: &mut Pose) {
         let rig = problem.rig();
-        let mut turn = DVec3::ZERO;
-        let mut k = 0;
-        while k < self.dofs.len() {
-            let dof = self.dofs[k];
-            let Some(b) = dof.bone else {
+        let y = &self.rhs;
+        let y3 = |r: usize| DVec3::new(y[r], y[r + 1], y[r + 2]);
+        for (j, joint) in self.joints.iter().enumerate() {
+            let links = &self.links[self.reach_start[j]..self.reach_start[j + 1]];
+            let poles = &self.pole_links[self.pole_start[j]..self.pole_start[j + 1]];
+            let Some(b) = joint.bone else {
                 // The root's translation, kept in bone 0's rest frame.
-                let t = DVec3::new(self.step[k], self.step[k + 1], self.step[k + 2]);
+                let t = links.iter().map(|l| y3(l.row) * l.lever.x).sum::<DVec3>() + poles.iter().map(|p| p.per_axis * y[p.row]).sum::<DVec3>();
                 trial.root_translation = pose.root_translation + rig.bone(0).rest_rotation.conjugate() * t;
-                k += 3;
                 continue;
             };
-            turn += self.axes[k] * self.step[k] * (1.0 - rig.bone(b).limit.stiffness);
-            k += 1;
-            if self.dofs.get(k).is_some_and(|d| d.bone == Some(b)) {
-                continue;
-            }
-            // All of bone b's unknowns are summed: world turn `turn` about its head. With
-            // world = base · local, exp(ω) · world = base · local · exp(world⁻¹ ω).
+            // Unknown c's step is a_c · Σ_goals (lever × y_pos + spin y_rot), plus its pole terms;
+            // the bone turns by gain · Σ_c a_c step_c.
+            let pull: DVec3 = links.iter().map(|l| l.lever.cross(y3(l.row)) + l.spin.map_or(DVec3::ZERO, |s| y3(l.row + 3) * s)).sum();
+            let turn = if joint.world_axes {
+                pull + poles.iter().map(|p| p.per_axis * y[p.row]).sum::<DVec3>()
+            } else {
+                (0..joint.count)
+                    .map(|c| joint.axes[c] * (joint.axes[c].dot(pull) + poles.iter().map(|p| p.per_axis[c] * y[p.row]).sum::<f64>()))
+                    .sum()
+            } * joint.gain;
+            // World turn `turn` about the bone's head. With world = base · local,
+            // exp(ω) · world = base · local · exp(world⁻¹ ω).
             let world = self.frames.rotations[b];
             let local = pose.rotations[b];
             let wanted = renormalize(local * from_rotation_vector(world.conjugate() * turn));
-            let limit = &rig.bone(b).limit;
-            let clamped = limit.clamp(wanted);
+            let clamped = rig.bone(b).limit.clamp(wanted);
             if clamped != wanted && angle_between(clamped, wanted) > CLAMPED {
                 // The world direction the clamp removed: base · rotvec(clamped · wanted⁻¹).
                 let base = world * local.conjugate();
                 self.blocked[b] = (base * rotation_vector((clamped * wanted.conjugate()).normalize())).try_normalize();
             }
             trial.rotations[b] = clamped;
-            turn = DVec3::ZERO;
         }
     }
 }
 
+/// The outer product `u vᵀ`.
+#[inline]
+fn outer(u: DVec3, v: DVec3) -> DMat3 {
+    DMat3::from_cols(u * v.x, u * v.y, u * v.z)
+}
+
+/// The cross-product matrix: `skew(d) · x = d × x`.
+#[inline]
+fn skew(d: DVec3) -> DMat3 {
+    DMat3::from_cols(DVec3::new(0.0, d.z, -d.y), DVec3::new(-d.z, 0.0, d.x), DVec3::new(d.y, -d.x, 0.0))
+}
+
+/// Adds `block` to the 3 × 3 block of row-major `g` (m × m) at rows `row..row + 3`, columns
+/// `col..col + 3`.
+#[inline]
+fn add_block(g: &mut [f64], m: usize, row: usize, col: usize, block: DMat3) {
+    for i in 0..3 {
+        let r = &mut g[(row + i) * m + col..(row + i) * m + col + 3];
+        r[0] += block.x_axis[i];
+        r[1] += block.y_axis[i];
+        r[2] += block.z_axis[i];
+    }
+}
+
+/// Solves `A x = b` in place for symmetric positive-definite `A` (row-major, m × m, only its
+/// lower triangle read), which is overwritten by its Cholesky factor `L` (`A = L Lᵀ`); `b`
+/// becomes `x`. False, with `b` unusable, when a pivot is not positive (`A` not positive
+/// definite to working precision).
+fn cholesky_solve(a: &mut [f64], m: usize, b: &mut [f64]) -> bool {
+    for j in 0..m {
+        let row_j = &mut a[j * m..(j + 1) * m];
+        let d = row_j[j] - row_j[..j].iter().map(|x| x * x).sum::<f64>();
+        if !(d > 0.0) {
+            return false;
+        }
+        let d = d.sqrt();
+        row_j[j] = d;
+        let inv = 1.0 / d;
+        let (upto_j, rest) = a.split_at_mut((j + 1) * m);
+        let row_j = &upto_j[j * m..j * m + j];
+        for i in j + 1..m {
+            let row_i = &mut rest[(i - j - 1) * m..(i - j) * m];
+            let s = row_i[j] - row_i[..j].iter().zip(row_j).map(|(x, y)| x * y).sum::<f64>();
+            row_i[j] = s * inv;
+        }
+    }
+    // L z = b, then Lᵀ x = z.
+    for i in 0..m {
+        let row = &a[i * m..i * m + i];
+        b[i] = (b[i] - row.iter().zip(&b[..i]).map(|(x, y)| x * y).sum::<f64>()) / a[i * m + i];
+    }
+    for i in (0..m).rev() {
+        let s = (i + 1..m).map(|k| a[k * m + i] * b[k]).sum::<f64>();
+        b[i] = (b[i] - s) / a[i * m + i];
+    }
+    true
+}
+
 /// Forward kinematics of `pose` into `frames` and the residual (rows as `J`'s) into `residual`;
 /// returns `|r|²`. `tree_poles` are the goals with a residual row for their pole's swivel.
-fn evaluate(problem: &Problem, tree_poles: &[usize], pose: &Pose, frames: &mut Frames, residual: &mut DVector<f64>) -> f64 {
+fn evaluate(problem: &Problem, tree_poles: &[usize], pose: &Pose, frames: &mut Frames, residual: &mut [f64]) -> f64 {
     problem.rig().forward_into(pose, frames);
     self::residual(problem, tree_poles, frames, residual)
 }
 
 /// The residual (rows as `J`'s) of the pose whose forward kinematics is `frames`, into
 /// `residual`; returns `|r|²`.
-fn residual(problem: &Problem, tree_poles: &[usize], frames: &Frames, residual: &mut DVector<f64>) -> f64 {
+fn residual(problem: &Problem, tree_poles: &[usize], frames: &Frames, residual: &mut [f64]) -> f64 {
     let topo = problem.topology();
     let mut row = 0;
     for (gi, g) in problem.goals().iter().enumerate() {
         let w = g.weight.sqrt();
         let d = (g.target - frames.effector(g.bone, g.use_tail)) * w;
-        residual.fixed_rows_mut::<3>(row).copy_from_slice(&d.to_array());
+        residual[row..row + 3].copy_from_slice(&d.to_array());
         row += 3;
         if let Some(q) = g.orientation {
             let r = rotation_vector((q * frames.rotations[g.bone].conjugate()).normalize()) * (w * topo.chain_reach[gi]);
-            residual.fixed_rows_mut::<3>(row).copy_from_slice(&r.to_array());
+            residual[row..row + 3].copy_from_slice(&r.to_array());
             row += 3;
         }
     }
@@ -431,7 +529,7 @@ fn residual(problem: &Problem, tree_poles: &[usize], frames: &Frames, residual: 
         residual[row] = -swivel * problem.goals()[gi].weight.sqrt() * topo.chain_reach[gi];
         row += 1;
     }
-    residual.norm_squared()
+    residual.iter().map(|x| x * x).sum()
 }
 
 /// The top bone of goal `gi`'s chain, whose frame a pole turns (see [`pole_swivel`]).
@@ -460,4 +558,156 @@ fn pole_swivel(problem: &Problem, gi: usize, rot: glam::DQuat, head: DVec3) -> f
         return 0.0;
     };
     toward.cross(side).dot(axis).atan2(toward.dot(side))
+}
+
+#[cfg(test)]
+mod tests {
+    use glam::DQuat;
+
+    use super::*;
+    use crate::goal::Goal;
+    use crate::limits::{HingeLimit, JointLimit};
+    use crate::rig::{Bone, Rig};
+
+    /// A torso with two offset arms: a free root, a hinge elbow, a stiff shoulder; one goal with
+    /// an orientation, one with a pole kept in the tree. Every kind of unknown and row.
+    fn torso() -> (Problem, Pose) {
+        let bone = |name: &str, parent: Option<usize>, head: DVec3, rot: DQuat, length: f64, limit: JointLimit| Bone {
+            name: name.into(),
+            parent,
+            rest_head: head,
+            rest_rotation: rot,
+            length,
+            limit,
+        };
+        let free = JointLimit::FREE;
+        let hinge = JointLimit { swing: Swing::Hinge(HingeLimit { axis: DVec3::X, min: -2.5, max: 0.5 }), ..free };
+        let stiff = JointLimit { stiffness: 0.3, ..free };
+        let rig = Rig::new(vec![
+            bone("root", None, DVec3::new(0.1, 0.0, 0.2), DQuat::IDENTITY, 1.0, free),
+            bone("spine", Some(0), DVec3::new(0.0, 1.0, 0.0), DQuat::from_rotation_x(0.1), 1.0, free),
+            bone("arm.L", Some(1), DVec3::new(0.3, 1.0, 0.0), DQuat::from_rotation_z(-1.5), 0.8, free),
+            bone("fore.L", Some(2), DVec3::new(0.0, 0.8, 0.0), DQuat::from_rotation_x(-0.3), 0.7, hinge),
+            bone("arm.R", Some(1), DVec3::new(-0.3, 1.0, 0.05), DQuat::from_rotation_z(1.5), 0.8, stiff),
+            bone("fore.R", Some(4), DVec3::new(0.0, 0.8, 0.0), DQuat::from_rotation_x(-0.2), 0.7, free),
+        ])
+        .unwrap();
+        let goals = vec![
+            Goal::new(3, DVec3::new(1.2, 1.5, 0.6)).with_orientation(DQuat::IDENTITY).with_weight(2.0),
+            Goal::new(5, DVec3::new(-1.1, 1.4, 0.5)).with_pole(DVec3::new(-0.5, 1.0, -2.0), 0.3),
+        ];
+        let mut problem = Problem::new(rig, goals, RootMode::Free).unwrap();
+        let pose = Pose {
+            rotations: (0..6).map(|i| DQuat::from_euler(glam::EulerRot::XYZ, 0.1 * i as f64, -0.05 * i as f64, 0.2)).collect(),
+            root_translation: DVec3::new(0.05, -0.02, 0.1),
+        };
+        let mut pose = pose;
+        pose.rotations[3] = DQuat::from_rotation_x(-0.7);
+        // The orientation rows are linearised about a met orientation (their Jacobian is the
+        // turn itself there, as the steps assume near convergence).
+        let met = problem.rig().forward(&pose).rotations[3];
+        problem.set_orientation(0, Some(met)).unwrap();
+        (problem, pose)
+    }
+
+    /// The residual after moving unknown `c` of `joint` by `eps`, as a step would.
+    fn moved_residual(problem: &Problem, pose: &Pose, frames: &Frames, joint: &Joint, c: usize, eps: f64, tree_poles: &[usize], m: usize) -> Vec<f64> {
+        let mut p = pose.clone();
+        match joint.bone {
+            None => p.root_translation += problem.rig().bone(0).rest_rotation.conjugate() * (DVec3::AXES[c] * eps),
+            Some(b) => {
+                let world = frames.rotations[b];
+                p.rotations[b] = pose.rotations[b] * from_rotation_vector(world.conjugate() * (joint.axes[c] * (eps * joint.gain)));
+            }
+        }
+        let mut r = vec![0.0; m];
+        evaluate(problem, tree_poles, &p, &mut Frames::default(), &mut r);
+        r
+    }
+
+    #[test]
+    fn implicit_jacobian_matches_finite_differences() {
+        let (problem, pose) = torso();
+        let mut steps = DlsSteps::default();
+        steps.collect_joints(&problem);
+        assert_eq!(steps.tree_poles, vec![1], "the pole is kept in the tree");
+        let m = 6 + 3 + 1;
+        steps.residual.resize(m, 0.0);
+        steps.rhs.resize(m, 0.0);
+        steps.gram.resize(m * m, 0.0);
+        steps.blocked = vec![None; 6];
+        // A blocked direction on the spine: its axes are projected.
+        steps.blocked[1] = Some(DVec3::new(0.6, 0.0, 0.8));
+        evaluate(&problem, &steps.tree_poles, &pose, &mut steps.frames, &mut steps.residual);
+        steps.linearize(&problem);
+        steps.gram_into(m);
+        // J by central differences, a column per unknown (residual = target − effector, so J is
+        // minus its derivative).
+        let mut columns = Vec::new();
+        let eps = 1e-6;
+        for joint in &steps.joints {
+            for c in 0..joint.count {
+                let plus = moved_residual(&problem, &pose, &steps.frames, joint, c, eps, &steps.tree_poles, m);
+                let minus = moved_residual(&problem, &pose, &steps.frames, joint, c, -eps, &steps.tree_poles, m);
+                columns.push((0..m).map(|i| -(plus[i] - minus[i]) / (2.0 * eps)).collect::<Vec<_>>());
+            }
+        }
+        assert_eq!(columns.len(), 6 * 3 - 2 + 3, "unknowns: six bones × 3 axes less the hinge's two, and the root's translation");
+        for i in 0..m {
+            for j in 0..=i {
+                let dense: f64 = columns.iter().map(|col| col[i] * col[j]).sum();
+                let got = steps.gram[i * m + j];
+                assert!((got - dense).abs() < 1e-5 * (1.0 + dense.abs()), "J Jᵀ[{i}][{j}] = {got} but finite differences give {dense}");
+            }
+        }
+        // The step: Jᵀ y per unknown, applied as each bone's world turn.
+        let y: Vec<f64> = (0..m).map(|i| 1e-3 * ((i as f64 * 1.7).sin())).collect();
+        steps.rhs.copy_from_slice(&y);
+        let mut trial = pose.clone();
+        steps.apply_step(&problem, &pose, &mut trial);
+        let mut k = 0;
+        for joint in &steps.joints {
+            let mut turn = DVec3::ZERO;
+            for c in 0..joint.count {
+                let step: f64 = (0..m).map(|i| columns[k][i] * y[i]).sum();
+                turn += joint.axes[c] * step * joint.gain;
+                k += 1;
+            }
+            match joint.bone {
+                None => {
+                    let t = problem.rig().bone(0).rest_rotation.conjugate() * turn;
+                    assert!((trial.root_translation - (pose.root_translation + t)).length() < 1e-9);
+                }
+                Some(b) => {
+                    let world = steps.frames.rotations[b];
+                    let expected = pose.rotations[b] * from_rotation_vector(world.conjugate() * turn);
+                    let got = trial.rotations[b];
+                    assert!(angle_between(got, expected) < 1e-9, "bone {b}: turned {got:?}, finite differences give {expected:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn cholesky_solves_a_positive_definite_system() {
+        let m = 4;
+        let l = [[2.0, 0.0, 0.0, 0.0], [0.5, 1.5, 0.0, 0.0], [-0.3, 0.2, 1.1, 0.0], [0.7, -0.4, 0.25, 0.9]];
+        let mut a = vec![0.0; m * m];
+        for i in 0..m {
+            for j in 0..m {
+                a[i * m + j] = (0..m).map(|k| l[i][k] * l[j][k]).sum();
+            }
+        }
+        let x = [1.0, -2.0, 0.5, 3.0];
+        let mut b: Vec<f64> = (0..m).map(|i| (0..m).map(|j| a[i * m + j] * x[j]).sum()).collect();
+        let full = a.clone();
+        assert!(cholesky_solve(&mut a, m, &mut b));
+        for i in 0..m {
+            assert!((b[i] - x[i]).abs() < 1e-12, "{b:?}");
+        }
+        // Not positive definite.
+        let mut bad = full;
+        bad[3 * m + 3] = -1.0;
+        assert!(!cholesky_solve(&mut bad, m, &mut vec![1.0; m]));
+    }
 }
