@@ -37,7 +37,7 @@ use crate::pose::{Frames, Pose};
 use crate::problem::{Problem, RootMode};
 
 /// Levenberg–Marquardt damping at the start, relative to the Gram matrix's largest diagonal.
-const DAMPING_START: f64 = 1e-3;
+const DAMPING_START: f64 = 1e-4;
 /// Smallest relative damping (keeps the Gram matrix positive definite near singular poses).
 const DAMPING_MIN: f64 = 1e-9;
 /// Relative damping past which no step lowers the error: a local minimum.
