@@ -71,6 +71,23 @@ pub fn swing_twist(q: DQuat, axis: DVec3) -> (DQuat, DQuat) {
     (q * twist.conjugate(), twist)
 }
 
+/// [`swing_twist`] about the bone axis +Y, written out (every joint limit splits a rotation this
+/// way at every solver step): `q = swing * twist`, `twist = (0, y, 0, w) / |(y, w)|`, and
+/// `swing` has no Y component.
+#[must_use]
+#[inline]
+pub fn swing_twist_y(q: DQuat) -> (DQuat, DQuat) {
+    let n2 = q.w * q.w + q.y * q.y;
+    if n2 < 1e-24 {
+        return (q, DQuat::IDENTITY);
+    }
+    let inv = 1.0 / n2.sqrt();
+    let (ty, tw) = (q.y * inv, q.w * inv);
+    // q · twist⁻¹ with twist⁻¹ = (0, −ty, 0, tw); its Y part, q.y·tw − q.w·ty, is zero.
+    let swing = DQuat::from_xyzw(q.x * tw + q.z * ty, 0.0, q.z * tw - q.x * ty, q.w * tw + q.y * ty);
+    (swing, DQuat::from_xyzw(0.0, ty, 0.0, tw))
+}
+
 /// The signed angle in (-π, π] of a rotation `q` about `axis` (the twist part of `q`).
 #[must_use]
 #[inline]
@@ -290,6 +307,23 @@ mod tests {
         assert!(t.x.abs() < 1e-12 && t.z.abs() < 1e-12);
         // The swing has no component about Y.
         assert!(rotation_vector(s).y.abs() < 1e-12);
+    }
+
+    #[test]
+    fn swing_twist_about_y_is_the_general_split() {
+        for q in [
+            DQuat::from_euler(glam::EulerRot::XYZ, 0.3, -1.2, 2.5),
+            DQuat::from_euler(glam::EulerRot::ZXY, -2.9, 0.1, 0.4),
+            DQuat::from_rotation_y(1.0),
+            DQuat::from_rotation_x(3.0),
+            -DQuat::from_rotation_z(0.2),
+        ] {
+            let (s, t) = swing_twist_y(q);
+            let (s2, t2) = swing_twist(q, DVec3::Y);
+            assert!((s - s2).length() < 1e-15 && (t - t2).length() < 1e-15, "{q:?}");
+            assert!(s.y == 0.0 && t.x == 0.0 && t.z == 0.0);
+            assert!((s * t - q).length() < 1e-15);
+        }
     }
 
     #[test]

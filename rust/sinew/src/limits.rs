@@ -13,7 +13,7 @@
 use glam::{DQuat, DVec2, DVec3};
 
 use crate::error::{Error, Result};
-use crate::geometry::{angle_between, clamp_to_ellipse, from_rotation_vector, rotation_vector, swing_twist, twist_angle};
+use crate::geometry::{angle_between, clamp_to_ellipse, from_rotation_vector, rotation_vector, swing_twist_y, twist_angle};
 
 /// The irregular cone of Alg. 3: how far the bone may swing about each half of its local X and Z
 /// axes, in radians, each in (0, π].
@@ -216,10 +216,13 @@ impl JointLimit {
             Swing::Free if self.twist.is_none() => local,
             _ => {
                 let (mut swing, mut twist) = self.split(local);
+                let mut changed = false;
                 if let Swing::Cone(c) = self.swing
                     && !c.surely_contains(swing)
                 {
-                    swing = c.clamp_swing(swing);
+                    let clamped = c.clamp_swing(swing);
+                    changed = clamped != swing;
+                    swing = clamped;
                 }
                 if let Some(t) = self.twist
                     && !t.surely_contains(twist)
@@ -228,9 +231,12 @@ impl JointLimit {
                     let ac = a.clamp(t.min, t.max);
                     if ac != a {
                         twist = DQuat::from_rotation_y(ac);
+                        changed = true;
                     }
                 }
-                (swing * twist).normalize()
+                // Inside: the rotation itself, not its recomposition (so clamping is exact where
+                // it has nothing to do, and cheap).
+                if changed { (swing * twist).normalize() } else { local }
             }
         }
     }
@@ -246,7 +252,7 @@ impl JointLimit {
         let mirrored = match self.swing {
             Swing::Hinge(h) => DQuat::from_axis_angle(h.axis, -twist_angle(local, h.axis)),
             Swing::Cone(_) => {
-                let (swing, twist) = swing_twist(local, DVec3::Y);
+                let (swing, twist) = swing_twist_y(local);
                 swing.conjugate() * twist
             }
             Swing::Free => return false,
@@ -263,7 +269,7 @@ impl JointLimit {
             let twist = DQuat::from_rotation_y(angle);
             return ((local * twist.conjugate()).normalize(), twist);
         }
-        swing_twist(local, DVec3::Y)
+        swing_twist_y(local)
     }
 
     /// A cheap measure of how far `local` is outside the limit (0 inside, growing with the
@@ -396,7 +402,7 @@ mod tests {
         let lim = JointLimit { twist: Some(TwistLimit { min: -0.2, max: 0.3 }), ..JointLimit::FREE };
         let q = DQuat::from_rotation_x(0.4) * DQuat::from_rotation_y(1.0);
         let c = lim.clamp(q);
-        let (s, t) = swing_twist(c, DVec3::Y);
+        let (s, t) = swing_twist_y(c);
         assert!((twist_angle(t, DVec3::Y) - 0.3).abs() < 1e-12);
         assert!(s.abs_diff_eq(DQuat::from_rotation_x(0.4), 1e-12));
     }
