@@ -261,7 +261,6 @@ impl Fabrik {
     fn nudge_straight_joints(&mut self, problem: &Problem, tolerance: f64) {
         let rig = problem.rig();
         let topo = problem.topology();
-        let mut changed = false;
         for &b in &topo.active {
             let bone = rig.bone(b);
             if bone.limit.locked || !self.must_bend(problem, b, tolerance) {
@@ -283,12 +282,8 @@ impl Fabrik {
                 let grand = rig.bone(p).parent.map_or(DQuat::IDENTITY, |g| self.frames.rotations[g]);
                 self.locals[p] = rig.bone(p).limit.clamp(rig.local_from_world(p, grand, turned));
             }
-            changed = true;
-            // Keep frames current for the joints below this one.
-            self.refresh_frames(rig);
-        }
-        if changed {
-            self.refresh_frames(rig);
+            // Keep frames current for the joints below this one (descendants come after `p`).
+            self.refresh_frames_from(rig, p);
         }
     }
 
@@ -304,9 +299,10 @@ impl Fabrik {
         })
     }
 
-    /// Recomputes every frame from `locals`, keeping the root's head where it is.
-    fn refresh_frames(&mut self, rig: &Rig) {
-        for (i, b) in rig.bones().iter().enumerate() {
+    /// Recomputes the frames of bone `from` and every bone after it (its descendants among them)
+    /// from `locals`, keeping a root's head where it is.
+    fn refresh_frames_from(&mut self, rig: &Rig, from: usize) {
+        for (i, b) in rig.bones().iter().enumerate().skip(from) {
             let (rot, head) = match b.parent {
                 Some(p) => {
                     let pr = self.frames.rotations[p];
@@ -612,7 +608,7 @@ impl Fabrik {
         };
         if t > 0.0 {
             self.locals[top] = local(t);
-            self.refresh_frames(rig);
+            self.refresh_frames_from(rig, 0);
         }
     }
 
@@ -646,7 +642,7 @@ impl Fabrik {
                 let grand = rig.bone(p).parent.map_or(DQuat::IDENTITY, |g| self.frames.rotations[g]);
                 self.locals[p] = rig.bone(p).limit.clamp(rig.local_from_world(p, grand, turned));
             }
-            self.refresh_frames(rig);
+            self.refresh_frames_from(rig, 0);
         }
     }
 
