@@ -261,6 +261,11 @@ impl Fabrik {
     fn nudge_straight_joints(&mut self, problem: &Problem, tolerance: f64) {
         let rig = problem.rig();
         let topo = problem.topology();
+        // Every test and turn below is on local rotations: a joint's straightness and a
+        // parent's counter-turn about the bend axis do not depend on the bones above, so the
+        // frames (which `must_bend` reads: effectors and chain tops, moved by nudges only to
+        // first order) are refreshed once, after all the nudges.
+        let mut first_changed = None;
         for &b in &topo.active {
             let bone = rig.bone(b);
             if bone.limit.locked || !self.must_bend(problem, b, tolerance) {
@@ -268,22 +273,25 @@ impl Fabrik {
             }
             let Some(bend) = bone.limit.preferred_bend() else { continue };
             let Some(p) = bone.parent else { continue };
-            let (dir, parent_dir) = (self.frames.rotations[b] * DVec3::Y, self.frames.rotations[p] * DVec3::Y);
-            if dir.angle_between(parent_dir) > 1e-3 {
+            // The bone's direction in its parent's frame, against the parent's own (+Y).
+            if ((bone.rest_rotation * self.locals[b]) * DVec3::Y).angle_between(DVec3::Y) > 1e-3 {
                 continue;
             }
             let (axis, angle) = bend.to_axis_angle();
             let delta = BEND_NUDGE.min(angle);
             self.locals[b] = bone.limit.clamp(DQuat::from_axis_angle(axis, delta) * self.locals[b]);
+            let mut from = b;
             if topo.is_active[p] && !rig.bone(p).limit.locked {
-                let base = self.frames.rotations[p] * bone.rest_rotation;
-                let world_axis = base * axis;
-                let turned = DQuat::from_axis_angle(world_axis, -0.5 * delta) * self.frames.rotations[p];
-                let grand = rig.bone(p).parent.map_or(DQuat::IDENTITY, |g| self.frames.rotations[g]);
-                self.locals[p] = rig.bone(p).limit.clamp(rig.local_from_world(p, grand, turned));
+                // The parent turns back by half about the same world axis; in its own frame that
+                // axis is `rest_rotation · axis` whatever its pose.
+                let back = DQuat::from_axis_angle(bone.rest_rotation * axis, -0.5 * delta);
+                self.locals[p] = rig.bone(p).limit.clamp((self.locals[p] * back).normalize());
+                from = p;
             }
-            // Keep frames current for the joints below this one (descendants come after `p`).
-            self.refresh_frames_from(rig, p);
+            first_changed = Some(first_changed.map_or(from, |f: usize| f.min(from)));
+        }
+        if let Some(from) = first_changed {
+            self.refresh_frames_from(rig, from);
         }
     }
 
