@@ -347,6 +347,25 @@ proptest! {
         }
     }
 
+    /// A solve never ends farther from its goals than it started (weighted squared distances;
+    /// goals without poles or orientations, whose swivel or frame this error leaves out): a
+    /// start better than anything the solver finds is kept.
+    #[test]
+    fn no_solve_ends_farther_from_its_goals_than_its_start(c in case(8), tree in any::<bool>(), limits in any::<bool>()) {
+        let shape = if tree { Shape::Tree } else { Shape::Chain };
+        let b = build_case(&c, shape, if limits { Limits::All } else { Limits::None });
+        let goals: Vec<Goal> = b.problem.goals().iter().map(|g| Goal { pole: None, orientation: None, ..*g }).collect();
+        let problem = Problem::new(b.problem.rig().clone(), goals, b.problem.root()).unwrap();
+        let error = |pose: &Pose| {
+            let f = problem.rig().forward(pose);
+            problem.goals().iter().map(|g| g.weight * (f.effector(g.bone, g.use_tail) - g.target).length_squared()).sum::<f64>()
+        };
+        let s = settings();
+        let sol = Fabrik::new(s).solve(&problem, &b.start).unwrap();
+        let (before, after) = (error(&b.start), error(&sol.pose));
+        prop_assert!(after <= before + 1e-9 * before.max(s.tolerance * s.tolerance), "error {before:e} at the start, {after:e} after ({:?})", sol.stop);
+    }
+
     /// The same without limits: every solve is still rigid and finite.
     #[test]
     fn unconstrained_trees_stay_rigid_and_finite(c in case(8)) {

@@ -13,7 +13,7 @@
 use glam::DQuat;
 
 use super::jacobian::DlsSteps;
-use super::{Solution, SolveSettings, Solver, StopReason, begin_solve};
+use super::{Solution, SolveSettings, Solver, StopReason, begin_solve, settle};
 use crate::error::Result;
 use crate::pose::Pose;
 use crate::problem::Problem;
@@ -61,6 +61,7 @@ impl Solver for Dls {
             () if out.iterations >= settings.max_iterations => StopReason::IterationLimit,
             () => StopReason::Stalled,
         };
-        Ok(Solution::of_pose_with_frames(problem, &self.start_locals, pose, self.steps.frames(), out.iterations, stop, settings.tolerance))
+        settle(problem, &self.start_locals, &mut pose.rotations);
+        Ok(Solution::of_solved(problem, pose, self.steps.frames(), out.iterations, stop, settings.tolerance))
     }
 }

@@ -21,7 +21,7 @@
 
 use glam::{DMat3, DQuat, DVec3};
 
-use super::jacobian::DlsSteps;
+use super::jacobian::{DlsSteps, goal_error};
 use super::{Solution, SolveSettings, Solver, StopReason, begin_solve, settle};
 use crate::error::Result;
 use crate::goal::Pole;
@@ -168,16 +168,47 @@ impl Solver for Fabrik {
             rig.forward_into(&pose, &mut self.frames);
             return Ok(Solution::of_solved(problem, pose, &self.frames, iterations, stop, settings.tolerance));
         }
+        // Without poles (whose swivel the error does not measure), a solve never ends farther from
+        // its goals than it started: the start's error, to compare with the result's.
+        let start_error = goals.iter().all(|g| g.pole.is_none()).then(|| goal_error(problem, &self.frames));
         let (iterations, stop, finished_by_dls) = self.solve_general(problem, &settings, &mut pose);
-        Ok(if finished_by_dls {
-            Solution::of_pose_with_frames(problem, &self.start_locals, pose, self.dls.frames(), iterations, stop, settings.tolerance)
+        settle(problem, &self.start_locals, &mut pose.rotations);
+        let frames = if finished_by_dls {
+            // The steps' frames are the result's forward kinematics already (a sign flip by
+            // `settle` changes no bit of it).
+            self.dls.frames()
         } else {
-            Solution::of_pose(problem, &self.start_locals, pose, &mut self.frames, iterations, stop, settings.tolerance)
-        })
+            rig.forward_into(&pose, &mut self.frames);
+            &self.frames
+        };
+        if let Some(before) = start_error
+            && goal_error(problem, frames) > before + WORSE * before.max(settings.tolerance * settings.tolerance)
+            && self.start_within_limits(problem)
+        {
+            pose.rotations.copy_from_slice(&self.start_locals);
+            pose.root_translation = start.root_translation;
+            rig.forward_into(&pose, &mut self.frames);
+            return Ok(Solution::of_solved(problem, pose, &self.frames, iterations, StopReason::Stalled, settings.tolerance));
+        }
+        Ok(Solution::of_solved(problem, pose, frames, iterations, stop, settings.tolerance))
     }
 }
 
+/// How much (relative) a result's [`goal_error`] may exceed its start's before the start is
+/// kept instead: round-off, not a real change.
+const WORSE: f64 = 1e-9;
+
 impl Fabrik {
+    /// Whether every bone the goals move starts inside its limit (a locked bone keeps its start
+    /// anyway), so the start may be returned as a solution.
+    fn start_within_limits(&self, problem: &Problem) -> bool {
+        let rig = problem.rig();
+        problem.topology().active.iter().all(|&b| {
+            let limit = &rig.bone(b).limit;
+            limit.locked || limit.violation(self.start_locals[b]) <= 1e-9
+        })
+    }
+
     /// Alg. 1 on joint positions (`self.joints`, from the start pose's `self.frames`); the
     /// caller turns them into rotations ([`aim_serial_chain`]).
     fn solve_serial(&mut self, rig: &Rig, chain: &[usize], target: DVec3, s: &SolveSettings) -> (u32, StopReason) {

@@ -532,6 +532,23 @@ fn residual(problem: &Problem, tree_poles: &[usize], frames: &Frames, residual: 
     residual.iter().map(|x| x * x).sum()
 }
 
+/// The error the steps minimise, without pole rows, at the pose whose forward kinematics is
+/// `frames`: Σ weight · (|target − effector|² + (reach · orientation error angle)²), the last
+/// term for orientation goals (`reach` as in the residual).
+pub(crate) fn goal_error(problem: &Problem, frames: &Frames) -> f64 {
+    let topo = problem.topology();
+    let goals = problem.goals().iter().enumerate();
+    goals
+        .map(|(gi, g)| {
+            let mut e = (g.target - frames.effector(g.bone, g.use_tail)).length_squared();
+            if let Some(q) = g.orientation {
+                e += (rotation_vector((q * frames.rotations[g.bone].conjugate()).normalize()) * topo.chain_reach[gi]).length_squared();
+            }
+            g.weight * e
+        })
+        .sum()
+}
+
 /// The top bone of goal `gi`'s chain, whose frame a pole turns (see [`pole_swivel`]).
 fn pole_top(problem: &Problem, gi: usize) -> usize {
     *problem.topology().moved[gi].last().unwrap_or(&problem.goals()[gi].bone)

@@ -92,48 +92,13 @@ pub struct Solution {
 }
 
 impl Solution {
-    /// The solution a solver returns for its solved `pose` (`start` holds the start pose's
-    /// normalised rotations): bones no goal moves keep their start rotation exactly (no
-    /// round-off drift), and every quaternion stays in its start's hemisphere, so warm-started
-    /// frames are sign-continuous and interpolating keys never takes the long way round. The
-    /// residuals are those of the pose as returned (its forward kinematics into `frames`), so
-    /// they agree with what any caller recomputes, to the last bit; joint positions that met the
-    /// targets but whose pose misses them by round-off (of bones counted as connected,
-    /// `Rig::is_connected`) make a `Converged` stop `Stalled`.
-    pub(crate) fn of_pose(
-        problem: &Problem,
-        start: &[DQuat],
-        mut pose: Pose,
-        frames: &mut Frames,
-        iterations: u32,
-        stop: StopReason,
-        tolerance: f64,
-    ) -> Self {
-        settle(problem, start, &mut pose.rotations);
-        problem.rig().forward_into(&pose, frames);
-        Self::of_solved(problem, pose, frames, iterations, stop, tolerance)
-    }
-
-    /// [`Solution::of_pose`] for a `pose` whose forward kinematics `frames` already holds, and
-    /// whose bones no goal moves already have their start rotations (as the damped-least-squares
-    /// steps leave them): flipping a quaternion's sign changes no bit of forward kinematics, so
-    /// `frames` stand (the property tests check every solution's residuals against
-    /// [`crate::Rig::forward`] of its pose, bit for bit).
-    pub(crate) fn of_pose_with_frames(
-        problem: &Problem,
-        start: &[DQuat],
-        mut pose: Pose,
-        frames: &Frames,
-        iterations: u32,
-        stop: StopReason,
-        tolerance: f64,
-    ) -> Self {
-        settle(problem, start, &mut pose.rotations);
-        Self::of_solved(problem, pose, frames, iterations, stop, tolerance)
-    }
-
-    /// The solution for a final `pose` whose forward kinematics `frames` already holds (as
-    /// [`Solution::of_pose`] leaves them).
+    /// The solution a solver returns for its solved `pose`, whose forward kinematics `frames`
+    /// holds and whose rotations [`settle`] has settled (bones no goal moves at their start
+    /// rotations exactly, every quaternion in its start's hemisphere). The residuals are those of
+    /// the pose as returned, so they agree with what any caller recomputes with
+    /// [`crate::Rig::forward`], to the last bit (the property tests check every solution's);
+    /// joint positions that met the targets but whose pose misses them by round-off (of bones
+    /// counted as connected, `Rig::is_connected`) make a `Converged` stop `Stalled`.
     pub(crate) fn of_solved(problem: &Problem, pose: Pose, frames: &Frames, iterations: u32, stop: StopReason, tolerance: f64) -> Self {
         let residuals: Vec<f64> =
             problem.goals().iter().map(|g| (frames.effector(g.bone, g.use_tail) - g.target).length()).collect();
@@ -165,8 +130,10 @@ impl Solution {
     }
 }
 
-/// Bones no goal moves back to their `start` rotation exactly; every other bone's quaternion
-/// into its start's hemisphere (see [`Solution::of_pose`]).
+/// Bones no goal moves back to their `start` rotation exactly (no round-off drift); every other
+/// bone's quaternion into its start's hemisphere, so warm-started frames are sign-continuous and
+/// interpolating keys never takes the long way round. A sign flip changes no bit of forward
+/// kinematics, so frames computed before settling stand.
 pub(crate) fn settle(problem: &Problem, start: &[DQuat], rotations: &mut [DQuat]) {
     let topo = problem.topology();
     for (i, q) in rotations.iter_mut().enumerate() {
@@ -202,7 +169,7 @@ pub trait Solver: std::fmt::Debug + Send {
 
 /// What every solve begins with: the settings checked, `start` checked against the problem's rig,
 /// and its rotations normalised into `start_locals` (the solver's scratch space, which
-/// [`Solution::of_pose`] takes back).
+/// [`settle`] takes back).
 ///
 /// # Errors
 /// [`Error::BadSetting`], or the errors of [`Problem::check_pose`].
