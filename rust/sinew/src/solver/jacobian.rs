@@ -27,7 +27,7 @@
 //! FABRIK (§3.7.2). A clamped bone would otherwise keep pushing into its limit while the step
 //! assumes it moved; so the direction the clamp took away is blocked (projected out of that
 //! bone's axes) for the following steps, and the other joints take up the rest (the "clamping
-//! loop" of Baerlocher & Boulic, for swing cones).
+//! loop" of Baerlocher & Boulic, for swing cones), until the goals pull the bone back inside.
 
 use glam::{DMat3, DVec3};
 
@@ -283,6 +283,9 @@ impl DlsSteps {
                 } else if let Some(v) = self.blocked[b] {
                     joint.axes = DVec3::AXES.map(|a| a - v * v.dot(a));
                     joint.world_axes = false;
+                } else {
+                    joint.axes = DVec3::AXES;
+                    joint.world_axes = true;
                 }
             }
             let joint = *joint;
@@ -419,6 +422,15 @@ impl DlsSteps {
             // Unknown c's step is a_c · Σ_goals (lever × y_pos + spin y_rot), plus its pole terms;
             // the bone turns by gain · Σ_c a_c step_c.
             let pull: DVec3 = links.iter().map(|l| l.lever.cross(y3(l.row)) + l.spin.map_or(DVec3::ZERO, |s| y3(l.row + 3) * s)).sum();
+            // A blocked direction points back inside the limit; once the goals pull the bone that
+            // way, the limit no longer holds it, and the next steps may use the direction again
+            // (otherwise a bone that touched its limit early stays held off it, and the steps
+            // stall short of targets they could reach).
+            if let Some(v) = self.blocked[b]
+                && pull.dot(v) > 0.0
+            {
+                self.blocked[b] = None;
+            }
             let turn = if joint.world_axes {
                 pull + poles.iter().map(|p| p.per_axis * y[p.row]).sum::<DVec3>()
             } else {
