@@ -45,8 +45,9 @@ pub fn aim_chain(rig: &Rig, chain: &[usize], joints: &[DVec3], frames: &mut Fram
 /// `start`; `chain` and `joints` are as in [`aim_chain`]. Each chain bone turns from its start
 /// world rotation by the shortest arc onto its new direction, and its local rotation (relative to
 /// its parent's turned frame) is kept in the hemisphere of its start's; every other bone keeps
-/// its start rotation exactly. Each bone's turn depends on no other's, so the bones are
-/// independent work (forward kinematics of `out` is the caller's).
+/// its start rotation exactly (what `settle` would do). Each bone's turn depends only on its own
+/// start frame and joints, not on its parent's result, so the processor overlaps the bones'
+/// work; forward kinematics of `out` is the caller's.
 pub(crate) fn aim_serial_chain(rig: &Rig, chain: &[usize], joints: &[DVec3], start: &[DQuat], frames: &Frames, out: &mut [DQuat]) {
     out.copy_from_slice(start);
     let mut parent = chain.first().and_then(|&top| rig.bone(top).parent).map_or(DQuat::IDENTITY, |p| frames.rotations[p]);

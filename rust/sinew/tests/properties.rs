@@ -347,9 +347,9 @@ proptest! {
         }
     }
 
-    /// A solve never ends farther from its goals than it started (weighted squared distances;
-    /// goals without poles or orientations, whose swivel or frame this error leaves out): a
-    /// start better than anything the solver finds is kept.
+    /// A solve that does not reach every goal never ends farther from its goals than it started
+    /// (weighted squared distances; goals without poles or orientations, whose swivel or frame
+    /// this error leaves out): a start better than anything the solver finds is kept.
     #[test]
     fn no_solve_ends_farther_from_its_goals_than_its_start(c in case(8), tree in any::<bool>(), limits in any::<bool>()) {
         let shape = if tree { Shape::Tree } else { Shape::Chain };
@@ -363,7 +363,7 @@ proptest! {
         let s = settings();
         let sol = Fabrik::new(s).solve(&problem, &b.start).unwrap();
         let (before, after) = (error(&b.start), error(&sol.pose));
-        prop_assert!(after <= before + 1e-9 * before.max(s.tolerance * s.tolerance), "error {before:e} at the start, {after:e} after ({:?})", sol.stop);
+        prop_assert!(sol.reached || after <= before + 1e-9 * before.max(s.tolerance * s.tolerance), "error {before:e} at the start, {after:e} after ({:?})", sol.stop);
     }
 
     /// The same without limits: every solve is still rigid and finite.

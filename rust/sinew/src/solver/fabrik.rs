@@ -168,8 +168,9 @@ impl Solver for Fabrik {
             rig.forward_into(&pose, &mut self.frames);
             return Ok(Solution::of_solved(problem, pose, &self.frames, iterations, stop, settings.tolerance));
         }
-        // Without poles (whose swivel the error does not measure), a solve never ends farther from
-        // its goals than it started: the start's error, to compare with the result's.
+        // Without poles (whose swivel the error does not measure), a solve that does not reach
+        // every goal never ends farther from its goals than it started: the start's error, to
+        // compare with the result's.
         let start_error = goals.iter().all(|g| g.pole.is_none()).then(|| goal_error(problem, &self.frames));
         let (iterations, stop, finished_by_dls) = self.solve_general(problem, &settings, &mut pose);
         settle(problem, &self.start_locals, &mut pose.rotations);
@@ -181,7 +182,9 @@ impl Solver for Fabrik {
             rig.forward_into(&pose, &mut self.frames);
             &self.frames
         };
+        let reached = goals.iter().all(|g| (frames.effector(g.bone, g.use_tail) - g.target).length() <= settings.tolerance);
         if let Some(before) = start_error
+            && !reached
             && goal_error(problem, frames) > before + WORSE * before.max(settings.tolerance * settings.tolerance)
             && self.start_within_limits(problem)
         {

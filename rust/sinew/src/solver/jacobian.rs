@@ -98,7 +98,8 @@ pub(crate) struct DlsSteps {
     tree_poles: Vec<usize>,
     /// Per goal: its first residual row.
     goal_rows: Vec<usize>,
-    /// `J Jᵀ + λ² I`, row-major, lower triangle (then its Cholesky factor).
+    /// `J Jᵀ + λ² I`, row-major; only its lower triangle is read (then holds its Cholesky
+    /// factor).
     gram: Vec<f64>,
     /// The right-hand side, then the solution `y` of the damped system.
     rhs: Vec<f64>,
@@ -141,6 +142,13 @@ impl DlsSteps {
         self.gram.resize(m * m, 0.0);
         let mut error = match fk {
             Some(fk) => {
+                // The caller's frames must be `Rig::forward` of `pose` to the bit (the solution's
+                // residuals are reported from them); checked in debug builds, in scratch space.
+                #[cfg(debug_assertions)]
+                {
+                    rig.forward_into(pose, &mut self.trial_frames);
+                    debug_assert!(self.trial_frames == *fk, "the frames passed to refine are not the forward kinematics of the pose");
+                }
                 self.frames.copy_from(fk);
                 residual(problem, &self.tree_poles, &self.frames, &mut self.residual)
             }
@@ -228,20 +236,19 @@ impl DlsSteps {
         self.reach_start.clear();
         for joint in &self.joints {
             self.reach_start.push(self.reaches.len());
-            // A goal moves with a bone on its path to the root (and always with the root's
-            // translation).
-            self.reaches.extend((0..goals.len()).filter(|&gi| {
-                joint.bone.is_none_or(|b| {
-                    let mut x = Some(goals[gi].bone);
-                    while let Some(i) = x {
-                        if i == b {
-                            return true;
-                        }
-                        x = if i > b { rig.bone(i).parent } else { None };
+            // A goal moves with a bone on its path to the root; the root's translation moves
+            // bone 0's tree (other roots stay where the rest pose puts them).
+            let on_path = |gi: usize, b: usize| {
+                let mut x = Some(goals[gi].bone);
+                while let Some(i) = x {
+                    if i == b {
+                        return true;
                     }
-                    false
-                })
-            }));
+                    x = if i > b { rig.bone(i).parent } else { None };
+                }
+                false
+            };
+            self.reaches.extend((0..goals.len()).filter(|&gi| on_path(gi, joint.bone.unwrap_or(0))));
         }
         self.reach_start.push(self.reaches.len());
         self.goal_rows.clear();
@@ -282,9 +289,11 @@ impl DlsSteps {
                     joint.world_axes = false;
                 } else if let Some(v) = self.blocked[b] {
                     joint.axes = DVec3::AXES.map(|a| a - v * v.dot(a));
+                    joint.count = 3;
                     joint.world_axes = false;
                 } else {
                     joint.axes = DVec3::AXES;
+                    joint.count = 3;
                     joint.world_axes = true;
                 }
             }
@@ -305,7 +314,7 @@ impl DlsSteps {
             self.pole_start.push(self.pole_links.len());
             for (p, &gi) in self.tree_poles.iter().enumerate() {
                 let top = pole_top(problem, gi);
-                if joint.bone.is_some_and(|b| b > top || !self.reaches[self.reach_start[j]..self.reach_start[j + 1]].contains(&gi)) {
+                if joint.bone.is_some_and(|b| b > top) || !self.reaches[self.reach_start[j]..self.reach_start[j + 1]].contains(&gi) {
                     continue;
                 }
                 let (rot, head) = (self.frames.rotations[top], self.frames.heads[top]);
@@ -599,7 +608,8 @@ mod tests {
     use crate::rig::{Bone, Rig};
 
     /// A torso with two offset arms: a free root, a hinge elbow, a stiff shoulder; one goal with
-    /// an orientation, one with a pole kept in the tree. Every kind of unknown and row.
+    /// an orientation, one with a pole kept in the tree; and a second root with a goal of its own.
+    /// Every kind of unknown and row.
     fn torso() -> (Problem, Pose) {
         let bone = |name: &str, parent: Option<usize>, head: DVec3, rot: DQuat, length: f64, limit: JointLimit| Bone {
             name: name.into(),
@@ -619,15 +629,19 @@ mod tests {
             bone("fore.L", Some(2), DVec3::new(0.0, 0.8, 0.0), DQuat::from_rotation_x(-0.3), 0.7, hinge),
             bone("arm.R", Some(1), DVec3::new(-0.3, 1.0, 0.05), DQuat::from_rotation_z(1.5), 0.8, stiff),
             bone("fore.R", Some(4), DVec3::new(0.0, 0.8, 0.0), DQuat::from_rotation_x(-0.2), 0.7, free),
+            // A second root (a prop): the root's translation does not carry it.
+            bone("prop", None, DVec3::new(2.0, 0.0, 0.0), DQuat::from_rotation_z(0.3), 0.5, free),
+            bone("prop.tip", Some(6), DVec3::new(0.0, 0.5, 0.0), DQuat::IDENTITY, 0.4, free),
         ])
         .unwrap();
         let goals = vec![
             Goal::new(3, DVec3::new(1.2, 1.5, 0.6)).with_orientation(DQuat::IDENTITY).with_weight(2.0),
             Goal::new(5, DVec3::new(-1.1, 1.4, 0.5)).with_pole(DVec3::new(-0.5, 1.0, -2.0), 0.3),
+            Goal::new(7, DVec3::new(2.3, 0.6, 0.2)),
         ];
         let mut problem = Problem::new(rig, goals, RootMode::Free).unwrap();
         let pose = Pose {
-            rotations: (0..6).map(|i| DQuat::from_euler(glam::EulerRot::XYZ, 0.1 * i as f64, -0.05 * i as f64, 0.2)).collect(),
+            rotations: (0..8).map(|i| DQuat::from_euler(glam::EulerRot::XYZ, 0.1 * i as f64, -0.05 * i as f64, 0.2)).collect(),
             root_translation: DVec3::new(0.05, -0.02, 0.1),
         };
         let mut pose = pose;
@@ -660,11 +674,11 @@ mod tests {
         let mut steps = DlsSteps::default();
         steps.collect_joints(&problem);
         assert_eq!(steps.tree_poles, vec![1], "the pole is kept in the tree");
-        let m = 6 + 3 + 1;
+        let m = 6 + 3 + 3 + 1;
         steps.residual.resize(m, 0.0);
         steps.rhs.resize(m, 0.0);
         steps.gram.resize(m * m, 0.0);
-        steps.blocked = vec![None; 6];
+        steps.blocked = vec![None; 8];
         // A blocked direction on the spine: its axes are projected.
         steps.blocked[1] = Some(DVec3::new(0.6, 0.0, 0.8));
         evaluate(&problem, &steps.tree_poles, &pose, &mut steps.frames, &mut steps.residual);
@@ -681,7 +695,7 @@ mod tests {
                 columns.push((0..m).map(|i| -(plus[i] - minus[i]) / (2.0 * eps)).collect::<Vec<_>>());
             }
         }
-        assert_eq!(columns.len(), 6 * 3 - 2 + 3, "unknowns: six bones × 3 axes less the hinge's two, and the root's translation");
+        assert_eq!(columns.len(), 8 * 3 - 2 + 3, "unknowns: eight bones × 3 axes less the hinge's two, and the root's translation");
         for i in 0..m {
             for j in 0..=i {
                 let dense: f64 = columns.iter().map(|col| col[i] * col[j]).sum();
