@@ -703,8 +703,8 @@ proptest! {
 
     /// The fixed-point property for solves that stalled (targets out of reach or blocked by
     /// limits): re-solving from the stalled pose should keep it. It does not always. Measured on
-    /// 9000 cases (seeds 11–13) at ed970f1: 2416 stalled; re-solving moved 636 of them by more
-    /// than 1e-6 rad, and 41 then reached targets the first solve had stopped short of (a stall
+    /// 9000 cases (seeds 11–13) at 9c7b803: 2411 stalled; re-solving moved 633 of them by more
+    /// than 1e-6 rad, and 39 then reached targets the first solve had stopped short of (a stall
     /// that was premature: FABRIK's stall test, or the least-squares steps stopping on a tiny
     /// gain). A pole on a lone chain is turned anew from every start, as in Blender, so those
     /// move too. (Re-solving could also end farther from the goals; without poles no solve does
