@@ -70,20 +70,17 @@ const SUB_BASE_DAMPING: f64 = 1.0;
 /// Gauss–Newton rounds for a sub-base's rotation in the backward stage.
 const SUB_BASE_ROUNDS: usize = 8;
 
-/// FABRIK's iterations are checked for progress every this many: see [`CRAWL_RATIO`].
-const CRAWL_WINDOW: u32 = 1;
-
-/// FABRIK hands over to the damped-least-squares finish ([`super::jacobian`]) when a window of
-/// [`CRAWL_WINDOW`] iterations leaves more than this fraction of the unmet distance it started
-/// with (every target being within reach). FABRIK's big first steps place the limbs and decide
-/// their bend; after that its convergence is linear, and slow where chains meet at a sub-base or
-/// limits hold joints (the constrained humanoid needed hundreds of iterations, or stalled short),
-/// where a joint-space step that moves every bone at once converges in a few. Measured on the
-/// paper models (docs/benchmarks.md): a window of 2 and 0.1 need the fewest iterations; but an
-/// iteration with limits costs several damped-least-squares steps (swivel searches, limit
-/// splits), so a window of 1 and 0.01 (FABRIK goes on only while each iteration closes 99% of
-/// what is left) halves the time of the constrained chain (26 → 13 µs, 6.7 → 4.4 iterations)
-/// with the same reconstruction error under limits.
+/// FABRIK hands over to the damped-least-squares finish ([`super::jacobian`]) when an iteration
+/// leaves more than this fraction of the unmet distance it started with (every target being
+/// within reach). FABRIK's big first steps place the limbs and decide their bend; after that its
+/// convergence is linear, and slow where chains meet at a sub-base or limits hold joints (the
+/// constrained humanoid needed hundreds of iterations, or stalled short), where a joint-space
+/// step that moves every bone at once converges in a few. Measured on the paper models
+/// (docs/benchmarks.md): 10% over two iterations needs the fewest iterations; but an iteration
+/// with limits costs several damped-least-squares steps (swivel searches, limit splits), so 1%
+/// over one (FABRIK goes on only while each iteration closes 99% of what is left) halves the
+/// time of the constrained chain (26 → 13 µs, 6.7 → 4.4 iterations) with the same
+/// reconstruction error under limits.
 const CRAWL_RATIO: f64 = 0.01;
 
 /// A tracking move is small when every goal's gap is at most this fraction of its chain's reach
@@ -164,6 +161,8 @@ impl Solver for Fabrik {
         let serial = topo.serial_chain.as_deref().filter(|_| goals[0].orientation.is_none());
         if let Some(chain) = serial {
             let (iterations, stop) = self.solve_serial(rig, chain, goals[0].target, &settings);
+            // (`aim_serial_chain` leaves the rotations settled: bones off the chain at their start
+            // rotations, chain bones in their start's hemisphere.)
             aim_serial_chain(rig, chain, &self.joints, &self.start_locals, &self.frames, &mut pose.rotations);
             rig.forward_into(&pose, &mut self.frames);
             return Ok(Solution::of_solved(problem, pose, &self.frames, iterations, stop, settings.tolerance));
@@ -372,8 +371,8 @@ impl Fabrik {
         let mut it = 0;
         self.finish_below.clear();
         self.finish_below.extend(goals.iter().zip(&self.effectors).map(|(g, e)| finish_threshold((*e - g.target).length(), tol)));
-        // The unmet distance at the start of the current window (see [`CRAWL_WINDOW`]).
-        let mut window_start = self.unmet_if_all_within_reach(problem, tol);
+        // The unmet distance before the current iteration (see [`CRAWL_RATIO`]).
+        let mut unmet_before = self.unmet_if_all_within_reach(problem, tol);
         while it < s.max_iterations {
             if goals.iter().zip(&self.effectors).all(|(g, e)| (*e - g.target).length() <= tol) {
                 stop = StopReason::Converged;
@@ -409,18 +408,16 @@ impl Fabrik {
                 stop = StopReason::Stalled;
                 break;
             }
-            if it % CRAWL_WINDOW == 0 {
-                let now = self.unmet_if_all_within_reach(problem, tol);
-                if let (Some(now), Some(start)) = (now, window_start)
-                    && now > CRAWL_RATIO * start
-                {
-                    // Crawling (a sub-base or limits hold the chains in a tug of war): the
-                    // caller's damped-least-squares finish takes over.
-                    stop = StopReason::Stalled;
-                    break;
-                }
-                window_start = now;
+            let unmet = self.unmet_if_all_within_reach(problem, tol);
+            if let (Some(now), Some(before)) = (unmet, unmet_before)
+                && now > CRAWL_RATIO * before
+            {
+                // Crawling (a sub-base or limits hold the chains in a tug of war): the caller's
+                // damped-least-squares finish takes over.
+                stop = StopReason::Stalled;
+                break;
             }
+            unmet_before = unmet;
         }
         let _ = (rig, topo);
         (it, stop)
