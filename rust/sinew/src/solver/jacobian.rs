@@ -533,13 +533,11 @@ fn evaluate(problem: &Problem, tree_poles: &[usize], pose: &Pose, frames: &mut F
 fn residual(problem: &Problem, tree_poles: &[usize], frames: &Frames, residual: &mut [f64]) -> f64 {
     let topo = problem.topology();
     let mut row = 0;
-    for (gi, g) in problem.goals().iter().enumerate() {
-        let w = g.weight.sqrt();
-        let d = (g.target - frames.effector(g.bone, g.use_tail)) * w;
-        residual[row..row + 3].copy_from_slice(&d.to_array());
+    for gi in 0..problem.goals().len() {
+        let (position, orientation) = goal_residual(problem, gi, frames);
+        residual[row..row + 3].copy_from_slice(&position.to_array());
         row += 3;
-        if let Some(q) = g.orientation {
-            let r = rotation_vector((q * frames.rotations[g.bone].conjugate()).normalize()) * (w * topo.chain_reach[gi]);
+        if let Some(r) = orientation {
             residual[row..row + 3].copy_from_slice(&r.to_array());
             row += 3;
         }
@@ -553,19 +551,26 @@ fn residual(problem: &Problem, tree_poles: &[usize], frames: &Frames, residual: 
     residual.iter().map(|x| x * x).sum()
 }
 
+/// Goal `gi`'s rows of the residual at the pose whose forward kinematics is `frames`:
+/// `√weight · (target − effector)`, and for an orientation goal `√weight · reach ·` the rotation
+/// vector from the effector's frame to the target frame.
+fn goal_residual(problem: &Problem, gi: usize, frames: &Frames) -> (DVec3, Option<DVec3>) {
+    let g = &problem.goals()[gi];
+    let w = g.weight.sqrt();
+    let position = (g.target - frames.effector(g.bone, g.use_tail)) * w;
+    let orientation = g.orientation.map(|q| {
+        rotation_vector((q * frames.rotations[g.bone].conjugate()).normalize()) * (w * problem.topology().chain_reach[gi])
+    });
+    (position, orientation)
+}
+
 /// The error the steps minimise, without pole rows, at the pose whose forward kinematics is
-/// `frames`: Σ weight · (|target − effector|² + (reach · orientation error angle)²), the last
-/// term for orientation goals (`reach` as in the residual).
+/// `frames`: the squared norm of every goal's residual rows.
 pub(crate) fn goal_error(problem: &Problem, frames: &Frames) -> f64 {
-    let topo = problem.topology();
-    let goals = problem.goals().iter().enumerate();
-    goals
-        .map(|(gi, g)| {
-            let mut e = (g.target - frames.effector(g.bone, g.use_tail)).length_squared();
-            if let Some(q) = g.orientation {
-                e += (rotation_vector((q * frames.rotations[g.bone].conjugate()).normalize()) * topo.chain_reach[gi]).length_squared();
-            }
-            g.weight * e
+    (0..problem.goals().len())
+        .map(|gi| {
+            let (position, orientation) = goal_residual(problem, gi, frames);
+            position.length_squared() + orientation.map_or(0.0, |r| r.length_squared())
         })
         .sum()
 }
