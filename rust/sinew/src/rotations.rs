@@ -19,6 +19,14 @@ pub fn turn_toward(rotation: DQuat, local_dir: DVec3, new_dir: DVec3) -> DQuat {
     renormalize(shortest_arc(rotation * local_dir, new_dir) * rotation)
 }
 
+/// A bone's world `rotation` turned by the shortest arc that points its +Y along `d` (a bone
+/// from one solved joint to the next); unchanged when `d` is (next to) zero.
+#[inline(always)]
+fn aimed_along(rotation: DQuat, d: DVec3) -> DQuat {
+    let len = d.length();
+    if len > EPS_LEN { renormalize(shortest_arc(y_axis(rotation), d * (1.0 / len)) * rotation) } else { rotation }
+}
+
 /// Re-aims the bones of a serial chain at solved joint positions.
 ///
 /// `chain` lists bones from the top of the chain down (each the parent of the next, connected
@@ -27,12 +35,7 @@ pub fn turn_toward(rotation: DQuat, local_dir: DVec3, new_dir: DVec3) -> DQuat {
 /// the new one, and heads and tails are set to the joints.
 pub fn aim_chain(rig: &Rig, chain: &[usize], joints: &[DVec3], frames: &mut Frames) {
     for (k, &b) in chain.iter().enumerate() {
-        let d = joints[k + 1] - joints[k];
-        let len = d.length();
-        if len > EPS_LEN {
-            let r = frames.rotations[b];
-            frames.rotations[b] = renormalize(shortest_arc(y_axis(r), d * (1.0 / len)) * r);
-        }
+        frames.rotations[b] = aimed_along(frames.rotations[b], joints[k + 1] - joints[k]);
         frames.heads[b] = joints[k];
         frames.tails[b] = joints[k] + y_axis(frames.rotations[b]) * rig.bone(b).length;
     }
@@ -52,10 +55,7 @@ pub(crate) fn aim_serial_chain(rig: &Rig, chain: &[usize], joints: &[DVec3], sta
     out.copy_from_slice(start);
     let mut parent = chain.first().and_then(|&top| rig.bone(top).parent).map_or(DQuat::IDENTITY, |p| frames.rotations[p]);
     for (k, &b) in chain.iter().enumerate() {
-        let d = joints[k + 1] - joints[k];
-        let len = d.length();
-        let r = frames.rotations[b];
-        let world = if len > EPS_LEN { renormalize(shortest_arc(y_axis(r), d * (1.0 / len)) * r) } else { r };
+        let world = aimed_along(frames.rotations[b], joints[k + 1] - joints[k]);
         let local = rig.local_from_world(b, parent, world);
         out[b] = if local.dot(start[b]) < 0.0 { -local } else { local };
         parent = world;
