@@ -371,7 +371,7 @@ fn check_quat(q: DQuat) -> Result<(), String> {
     if !q.is_finite() {
         return Err("quaternion is not finite".into());
     }
-    if q.length() < 1e-9 {
+    if q.length_squared() < 1e-18 {
         return Err("quaternion has zero length".into());
     }
     Ok(())

@@ -288,39 +288,44 @@ impl Rig {
     /// [`Rig::forward`] into existing storage (no allocation once sized).
     pub fn forward_into(&self, pose: &Pose, out: &mut Frames) {
         out.resize(self.len());
+        // The previous bone's frame, kept in registers: in a chain it is the parent's, and reading
+        // it back from `out` would put a store-to-load round trip on every bone's critical path.
+        let mut prev = (DQuat::IDENTITY, DVec3::ZERO, DVec3::ZERO);
         for i in 0..self.len() {
             let local = pose.rotations.get(i).copied().unwrap_or(DQuat::IDENTITY);
-            self.forward_bone(i, local, pose.root_translation, out);
+            let parent = match self.bones[i].parent {
+                Some(p) if p + 1 == i => Some(prev),
+                Some(p) => Some((out.rotations[p], out.heads[p], out.tails[p])),
+                None => None,
+            };
+            prev = self.bone_frame(i, local, pose.root_translation, parent);
+            (out.rotations[i], out.heads[i], out.tails[i]) = prev;
         }
     }
 
-    /// One step of [`Rig::forward_into`]: bone `i`'s frame in `out` from its `local` rotation
-    /// and its parent's frame (already in `out`); `root_translation` counts for bone 0 only.
-    /// Solvers that produce a pose bone by bone run forward kinematics alongside with it, to the
-    /// same bits.
-    #[inline]
-    pub(crate) fn forward_bone(&self, i: usize, local: DQuat, root_translation: DVec3, out: &mut Frames) {
+    /// One step of [`Rig::forward_into`]: bone `i`'s world (rotation, head, tail) from its
+    /// `local` rotation and its parent's (rotation, head, tail); `root_translation` counts for
+    /// bone 0 only.
+    #[inline(always)]
+    fn bone_frame(&self, i: usize, local: DQuat, root_translation: DVec3, parent: Option<(DQuat, DVec3, DVec3)>) -> (DQuat, DVec3, DVec3) {
         let (b, fk) = (&self.bones[i], self.fk[i]);
         // Normalised before the parent's rotation enters, so the chain from parent to child is
         // one quaternion product (a product of unit quaternions is unit to round-off, a few ulps
         // per level). FK runs several times per solve.
         let own = crate::geometry::renormalize(if fk.rest_identity { local } else { b.rest_rotation * local });
-        let (rot, head) = match b.parent {
-            Some(p) => {
-                let pr = out.rotations[p];
+        let (rot, head) = match parent {
+            Some((pr, parent_head, parent_tail)) => {
                 let head = match fk.head {
-                    HeadRule::ParentTail => out.tails[p],
-                    HeadRule::AlongParentY(h) => out.heads[p] + crate::geometry::y_axis(pr) * h,
-                    HeadRule::Offset => out.heads[p] + pr * b.rest_head,
+                    HeadRule::ParentTail => parent_tail,
+                    HeadRule::AlongParentY(h) => parent_head + crate::geometry::y_axis(pr) * h,
+                    HeadRule::Offset => parent_head + pr * b.rest_head,
                 };
                 (pr * own, head)
             }
             None if i == 0 => (own, b.rest_head + b.rest_rotation * root_translation),
             None => (own, b.rest_head),
         };
-        out.rotations[i] = rot;
-        out.heads[i] = head;
-        out.tails[i] = head + crate::geometry::y_axis(rot) * b.length;
+        (rot, head, head + crate::geometry::y_axis(rot) * b.length)
     }
 
     /// The local rotation of bone `i` that gives it world rotation `world`, given its parent's
