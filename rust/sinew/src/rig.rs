@@ -333,13 +333,19 @@ impl Rig {
     #[must_use]
     #[inline]
     pub fn local_from_world(&self, i: usize, parent_world: DQuat, world: DQuat) -> DQuat {
+        crate::geometry::renormalize(self.local_base(i, parent_world).conjugate() * world)
+    }
+
+    /// The world rotation bone `i`'s local rotation is relative to, given its parent's world
+    /// rotation (ignored for roots): `world = local_base · local`.
+    #[inline(always)]
+    pub(crate) fn local_base(&self, i: usize, parent_world: DQuat) -> DQuat {
         let b = &self.bones[i];
-        let base = match b.parent {
+        match b.parent {
             Some(_) if self.fk[i].rest_identity => parent_world,
             Some(_) => parent_world * b.rest_rotation,
             None => b.rest_rotation,
-        };
-        crate::geometry::renormalize(base.conjugate() * world)
+        }
     }
 
     /// Total length of the bones from `bone` up to and including `top` (an ancestor), following

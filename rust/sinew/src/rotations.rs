@@ -20,11 +20,28 @@ pub fn turn_toward(rotation: DQuat, local_dir: DVec3, new_dir: DVec3) -> DQuat {
 }
 
 /// A bone's world `rotation` turned by the shortest arc that points its +Y along `d` (a bone
-/// from one solved joint to the next); unchanged when `d` is (next to) zero.
+/// from one solved joint to the next), **scaled by some positive factor** (callers normalise
+/// once); unchanged when `d` is (next to) zero.
+///
+/// With `y` the bone's unit +Y, the arc is the half-angle quaternion `(|d| + y·d, y × d)`, of
+/// norm `√(2|d| (|d| + y·d))`: neither `d` nor the arc is normalised on the way, which saves two
+/// dependent divisions per bone (the serial chain's read-back is a chain of them).
 #[inline(always)]
 fn aimed_along(rotation: DQuat, d: DVec3) -> DQuat {
     let len = d.length();
-    if len > EPS_LEN { renormalize(shortest_arc(y_axis(rotation), d * (1.0 / len)) * rotation) } else { rotation }
+    if len <= EPS_LEN {
+        return rotation;
+    }
+    let y = y_axis(rotation);
+    let w = len + y.dot(d);
+    // As `shortest_arc`: opposite directions turn half a turn about an axis across `y`.
+    let arc = if w > 1e-12 * len {
+        let c = y.cross(d);
+        DQuat::from_xyzw(c.x, c.y, c.z, w)
+    } else {
+        DQuat::from_axis_angle(y.any_orthonormal_vector(), std::f64::consts::PI)
+    };
+    arc * rotation
 }
 
 /// Re-aims the bones of a serial chain at solved joint positions.
@@ -35,7 +52,7 @@ fn aimed_along(rotation: DQuat, d: DVec3) -> DQuat {
 /// the new one, and heads and tails are set to the joints.
 pub fn aim_chain(rig: &Rig, chain: &[usize], joints: &[DVec3], frames: &mut Frames) {
     for (k, &b) in chain.iter().enumerate() {
-        frames.rotations[b] = aimed_along(frames.rotations[b], joints[k + 1] - joints[k]);
+        frames.rotations[b] = aimed_along(frames.rotations[b], joints[k + 1] - joints[k]).normalize();
         frames.heads[b] = joints[k];
         frames.tails[b] = joints[k] + y_axis(frames.rotations[b]) * rig.bone(b).length;
     }
@@ -48,15 +65,16 @@ pub fn aim_chain(rig: &Rig, chain: &[usize], joints: &[DVec3], frames: &mut Fram
 /// `start`; `chain` and `joints` are as in [`aim_chain`]. Each chain bone turns from its start
 /// world rotation by the shortest arc onto its new direction, and its local rotation (relative to
 /// its parent's turned frame) is kept in the hemisphere of its start's; every other bone keeps
-/// its start rotation exactly (what `settle` would do). Each bone's turn depends only on its own
+/// its start rotation exactly (what `settle` would do): `out` holds `start` on entry. Each bone's turn depends only on its own
 /// start frame and joints, not on its parent's result, so the processor overlaps the bones'
-/// work; forward kinematics of `out` is the caller's.
+/// work; forward kinematics of `out` is the caller's (taking it here, bone by bone, measured
+/// slower: it puts the frames' dependent chain inside this loop).
 pub(crate) fn aim_serial_chain(rig: &Rig, chain: &[usize], joints: &[DVec3], start: &[DQuat], frames: &Frames, out: &mut [DQuat]) {
-    out.copy_from_slice(start);
     let mut parent = chain.first().and_then(|&top| rig.bone(top).parent).map_or(DQuat::IDENTITY, |p| frames.rotations[p]);
     for (k, &b) in chain.iter().enumerate() {
+        // `world` and `parent` carry arbitrary scales; the local rotation is normalised once.
         let world = aimed_along(frames.rotations[b], joints[k + 1] - joints[k]);
-        let local = rig.local_from_world(b, parent, world);
+        let local = (rig.local_base(b, parent).conjugate() * world).normalize();
         out[b] = if local.dot(start[b]) < 0.0 { -local } else { local };
         parent = world;
     }
