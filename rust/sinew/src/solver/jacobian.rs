@@ -463,6 +463,59 @@ impl DlsSteps {
     }
 }
 
+/// One Gauss–Newton step (the Jacobian pseudo-inverse, Nilsson §2.4.2) of a free serial chain of
+/// ball joints, on its joint positions: `p[0]` is the pinned top and bone k runs from `p[k]` to
+/// `p[k + 1]`. The joints turn by the least total turn `Σ|ωₖ|²` that moves the end `p[m]` onto
+/// `target` to first order: `ωₖ = rₖ × y` with `(Σₖ |rₖ|² I − rₖ rₖᵀ) y = target − p[m]`, `rₖ`
+/// the lever from joint k to the end (`J Jᵀ` in closed form, as the DLS steps'). Bone k turns by
+/// the sum of the turns of the joints above it, applied as the rotation with that half-angle
+/// (Cayley) vector, so bone lengths are kept to round-off and the step is first-order exact:
+/// near a solution the gap shrinks quadratically. Returns false, changing nothing, when `J Jᵀ`
+/// is singular (a straight chain cannot lengthen or shorten to first order).
+pub(crate) fn chain_position_step(p: &mut [DVec3], target: DVec3) -> bool {
+    let m = p.len() - 1;
+    let end = p[m];
+    // Σ rₖ rₖᵀ, its six distinct entries.
+    let (mut xx, mut yy, mut zz, mut xy, mut xz, mut yz) = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+    for &joint in &p[..m] {
+        let r = end - joint;
+        xx += r.x * r.x;
+        yy += r.y * r.y;
+        zz += r.z * r.z;
+        xy += r.x * r.y;
+        xz += r.x * r.z;
+        yz += r.y * r.z;
+    }
+    let (a00, a11, a22, a01, a02, a12) = (yy + zz, xx + zz, xx + yy, -xy, -xz, -yz);
+    // Symmetric inverse by cofactors.
+    let (c00, c01, c02) = (a11 * a22 - a12 * a12, a02 * a12 - a01 * a22, a01 * a12 - a02 * a11);
+    let (c11, c12, c22) = (a00 * a22 - a02 * a02, a01 * a02 - a00 * a12, a00 * a11 - a01 * a01);
+    let det = a00 * c00 + a01 * c01 + a02 * c02;
+    let trace = a00 + a11 + a22;
+    if !(det > SINGULAR_GRAM * trace * trace * trace) {
+        return false;
+    }
+    // y / 2, so that the half turns below are sums of rₖ × (y / 2).
+    let d = (target - end) * (0.5 / det);
+    let half_y = DVec3::new(c00 * d.x + c01 * d.y + c02 * d.z, c01 * d.x + c11 * d.y + c12 * d.z, c02 * d.x + c12 * d.y + c22 * d.z);
+    // `a`: half the summed turn of the joints above bone k, its rotation's Cayley vector; the
+    // rotation is v + c (a × v + a × (a × v)), c = 2 / (1 + |a|²).
+    let mut a = DVec3::ZERO;
+    let mut old_head = p[0];
+    for k in 0..m {
+        a += (end - old_head).cross(half_y);
+        let bone = p[k + 1] - old_head;
+        old_head = p[k + 1];
+        let t = a.cross(bone);
+        p[k + 1] = p[k] + bone + (t + a.cross(t)) * (2.0 / (1.0 + a.length_squared()));
+    }
+    true
+}
+
+/// `J Jᵀ` of [`chain_position_step`] counts as singular below this determinant relative to its
+/// trace cubed.
+const SINGULAR_GRAM: f64 = 1e-15;
+
 /// The outer product `u vᵀ`.
 #[inline]
 fn outer(u: DVec3, v: DVec3) -> DMat3 {
@@ -611,6 +664,47 @@ mod tests {
     use crate::goal::Goal;
     use crate::limits::{HingeLimit, JointLimit};
     use crate::rig::{Bone, Rig};
+
+    /// A bent five-bone chain (lengths 1..5) and a target 1% of its reach off its end.
+    fn bent_chain() -> (Vec<DVec3>, Vec<f64>, DVec3) {
+        let dirs = [DVec3::Y, DVec3::new(0.3, 1.0, 0.1), DVec3::new(0.8, 0.5, -0.2), DVec3::new(1.0, -0.2, 0.3), DVec3::new(0.4, -0.9, 0.5)];
+        let lengths: Vec<f64> = (1..=5).map(f64::from).collect();
+        let mut p = vec![DVec3::ZERO];
+        for (d, l) in dirs.iter().zip(&lengths) {
+            p.push(*p.last().unwrap() + d.normalize() * *l);
+        }
+        let target = p[5] + DVec3::new(0.05, 0.1, -0.08);
+        (p, lengths, target)
+    }
+
+    #[test]
+    fn chain_position_steps_keep_lengths_and_converge_quadratically() {
+        let (mut p, lengths, target) = bent_chain();
+        let top = p[0];
+        let mut gaps = vec![(p[5] - target).length()];
+        for _ in 0..3 {
+            assert!(chain_position_step(&mut p, target));
+            gaps.push((p[5] - target).length());
+            assert_eq!(p[0], top, "the top is pinned");
+            for (k, l) in lengths.iter().enumerate() {
+                assert!(((p[k + 1] - p[k]).length() - l).abs() < 1e-12, "bone {k} keeps its length");
+            }
+        }
+        // Quadratic: each gap at most a constant times the previous one squared.
+        for w in gaps.windows(2) {
+            assert!(w[1] <= w[0] * w[0], "gaps {gaps:?}");
+        }
+        assert!(gaps[3] < 1e-9, "gaps {gaps:?}");
+    }
+
+    #[test]
+    fn chain_position_step_refuses_a_straight_chain() {
+        // Straight along +Y: no turn lengthens or shortens it to first order.
+        let mut p: Vec<DVec3> = (0..4).map(|k| DVec3::Y * f64::from(k)).collect();
+        let before = p.clone();
+        assert!(!chain_position_step(&mut p, DVec3::Y * 2.5));
+        assert_eq!(p, before);
+    }
 
     /// A torso with two offset arms: a free root, a hinge elbow, a stiff shoulder; one goal with
     /// an orientation, one with a pole kept in the tree; and a second root with a goal of its own.
