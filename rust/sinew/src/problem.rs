@@ -163,7 +163,7 @@ impl Topology {
     /// Whether goal `gi`'s bones are moved by no other goal (its chain is a tree of its own,
     /// where Blender's IK keeps a pole).
     #[must_use]
-    pub(crate) fn is_lone_chain(&self, gi: usize) -> bool {
+    pub fn is_lone_chain(&self, gi: usize) -> bool {
         self.moved[gi].iter().all(|&b| matches!(self.lone_goal[b], Some((only, _)) if only == gi))
     }
 

@@ -702,24 +702,29 @@ proptest! {
     #![proptest_config(config(128))]
 
     /// The fixed-point property for solves that stalled (targets out of reach or blocked by
-    /// limits): re-solving from the stalled pose should keep it. It does not always. Measured on
-    /// 9000 cases (seeds 11–13) at 9c7b803: 2411 stalled; re-solving moved 633 of them by more
-    /// than 1e-6 rad, and 39 then reached targets the first solve had stopped short of (a stall
-    /// that was premature: FABRIK's stall test, or the least-squares steps stopping on a tiny
-    /// gain). A pole on a lone chain is turned anew from every start, as in Blender, so those
-    /// move too. (Re-solving could also end farther from the goals; without poles no solve does
-    /// now, see `no_solve_ends_farther_from_its_goals_than_its_start`.)
+    /// limits): re-solving from the stalled pose keeps it (within 1e-6 rad; the re-solve may
+    /// spend iterations finding that it cannot get closer) and stalls again. A stalled solve is
+    /// solved again from where it stopped until a round cannot get closer, so this holds by
+    /// construction; before that, 633 of 2411 stalled solves in 9000 cases moved (and 39 then
+    /// reached targets the first solve had stopped short of). Excepted: a pole on a lone chain,
+    /// which is turned anew from every start as Blender's IK turns it from every pose before IK
+    /// (a straight limb at an unreachable target rolls with the pole).
     #[test]
-    #[ignore = "core bug: a stalled solve is not always a fixed point (some stall short of reachable targets)"]
     fn solving_from_a_stalled_solution_is_a_fixed_point(c in case(7), tree in any::<bool>(), limits in any::<bool>()) {
         let shape = if tree { Shape::Tree } else { Shape::Chain };
         let b = build_case(&c, shape, if limits { Limits::Rigid } else { Limits::None });
+        let goals = b.problem.goals();
+        let blender_pole = (0..goals.len()).any(|gi| goals[gi].pole.is_some() && b.problem.topology().is_lone_chain(gi));
         let mut solver = Fabrik::new(settings());
         let sol = solver.solve(&b.problem, &b.start).unwrap();
-        if sol.stop == StopReason::Stalled
-            && let Err(e) = check_fixed_point(&mut solver, &b.problem, &sol, 1e-6) {
-                prop_assert!(false, "{e}; residual {:e}", sol.worst_residual());
-            }
+        if sol.stop == StopReason::Stalled && !blender_pole {
+            let again = solver.solve(&b.problem, &sol.pose).unwrap();
+            let moved = again.pose.max_angle_to(&sol.pose);
+            prop_assert!(moved <= 1e-6, "re-solve moved the pose by {:e} rad (stop {:?}, {} iterations; residual {:e} -> {:e})",
+                moved, again.stop, again.iterations, sol.worst_residual(), again.worst_residual());
+            prop_assert_eq!(again.stop, StopReason::Stalled);
+            prop_assert!((again.pose.root_translation - sol.pose.root_translation).length() <= 1e-9);
+        }
     }
 }
 
@@ -943,3 +948,4 @@ fn two_bone_offset_chain_reaches_a_reachable_target() {
         sol.worst_residual()
     );
 }
+

@@ -178,15 +178,53 @@ impl Solver for Fabrik {
             rig.forward_into(&pose, &mut self.frames);
             return Ok(Solution::of_solved(problem, pose, &self.frames, iterations, stop, settings.tolerance));
         }
+        // Without poles on lone chains (turned anew from every start, as Blender's), a solve
+        // that does not reach every goal never ends farther from its goals than it started, and
+        // one that stalls is solved again from where it stopped while that gets it closer (see
+        // [`Fabrik::round`]).
+        let guarded = (0..goals.len()).all(|gi| goals[gi].pole.is_none() || !topo.is_lone_chain(gi));
+        let (mut sol, mut kept_start) = self.round(problem, &settings, pose, guarded);
+        while guarded && sol.stop == StopReason::Stalled && !kept_start {
+            if sol.iterations >= settings.max_iterations {
+                // Another round was due: the cap, not a stall, ended the solve.
+                sol.stop = StopReason::IterationLimit;
+                break;
+            }
+            let left = SolveSettings { max_iterations: settings.max_iterations - sol.iterations, ..settings };
+            self.start_locals.clear();
+            self.start_locals.extend(sol.pose.rotations.iter().map(|&q| crate::geometry::renormalize(q)));
+            let start = Pose { rotations: self.start_locals.clone(), root_translation: sol.pose.root_translation };
+            rig.forward_into(&start, &mut self.frames);
+            let spent = sol.iterations;
+            let next;
+            (next, kept_start) = self.round(problem, &left, start, true);
+            sol = Solution { iterations: spent + next.iterations, ..next };
+        }
+        Ok(sol)
+    }
+}
+
+impl Fabrik {
+    /// One round of the general path from `pose` (whose local rotations are `self.start_locals`
+    /// and whose forward kinematics is `self.frames`): FABRIK, then the damped-least-squares
+    /// finish where it applies.
+    ///
+    /// With `guarded`, a round that does not reach every goal and does not bring the goals
+    /// closer than its start did by [`IMPROVE`] returns its start (when that is within the
+    /// limits), stalled; the flag says so. So no solve ends farther from its goals than it
+    /// started; and since [`Solver::solve`] solves a stalled result again until a round keeps its
+    /// start, solving again from a stalled solution repeats that last round and returns the
+    /// solution: a fixed point (a round is a function of its start alone).
+    fn round(&mut self, problem: &Problem, settings: &SolveSettings, mut pose: Pose, guarded: bool) -> (Solution, bool) {
+        let rig = problem.rig();
+        let goals = problem.goals();
         self.locals.clear();
         self.locals.extend_from_slice(&self.start_locals);
         self.forward_heads.clear();
         self.forward_heads.extend_from_slice(&self.frames.heads);
-        // Without poles (whose swivel the error does not measure), a solve that does not reach
-        // every goal never ends farther from its goals than it started: the start's error, to
-        // compare with the result's.
-        let start_error = goals.iter().all(|g| g.pole.is_none()).then(|| goal_error(problem, &self.frames));
-        let (iterations, stop, finished_by_dls) = self.solve_general(problem, &settings, &mut pose);
+        let start_error = guarded.then(|| goal_error(problem, &self.frames));
+        let start_translation = pose.root_translation;
+        let (iterations, stop, finished_by_dls) = self.solve_general(problem, settings, &mut pose);
         settle(problem, &self.start_locals, &mut pose.rotations);
         let frames = if finished_by_dls {
             // The steps' frames are the result's forward kinematics already (a sign flip by
@@ -199,21 +237,23 @@ impl Solver for Fabrik {
         let reached = goals.iter().all(|g| (frames.effector(g.bone, g.use_tail) - g.target).length() <= settings.tolerance);
         if let Some(before) = start_error
             && !reached
-            && goal_error(problem, frames) > before + WORSE * before.max(settings.tolerance * settings.tolerance)
+            && goal_error(problem, frames) >= before - IMPROVE * before.max(settings.tolerance * settings.tolerance)
             && self.start_within_limits(problem)
         {
             pose.rotations.copy_from_slice(&self.start_locals);
-            pose.root_translation = start.root_translation;
+            pose.root_translation = start_translation;
             rig.forward_into(&pose, &mut self.frames);
-            return Ok(Solution::of_solved(problem, pose, &self.frames, iterations, StopReason::Stalled, settings.tolerance));
+            // (A round cut short by the cap says so: it may not have been done.)
+            let stop = if stop == StopReason::IterationLimit { stop } else { StopReason::Stalled };
+            return (Solution::of_solved(problem, pose, &self.frames, iterations, stop, settings.tolerance), true);
         }
-        Ok(Solution::of_solved(problem, pose, frames, iterations, stop, settings.tolerance))
+        (Solution::of_solved(problem, pose, frames, iterations, stop, settings.tolerance), false)
     }
 }
 
-/// How much (relative) a result's [`goal_error`] may exceed its start's before the start is
-/// kept instead: round-off, not a real change.
-const WORSE: f64 = 1e-9;
+/// How much (relative) a round must lower its start's [`goal_error`] for its result to be kept
+/// when it does not reach every goal (see [`Fabrik::round`]); below that the start is returned.
+const IMPROVE: f64 = 1e-9;
 
 impl Fabrik {
     /// Whether every bone the goals move starts inside its limit (a locked bone keeps its start

@@ -584,7 +584,6 @@ fn evaluate(problem: &Problem, tree_poles: &[usize], pose: &Pose, frames: &mut F
 /// The residual (rows as `J`'s) of the pose whose forward kinematics is `frames`, into
 /// `residual`; returns `|r|²`.
 fn residual(problem: &Problem, tree_poles: &[usize], frames: &Frames, residual: &mut [f64]) -> f64 {
-    let topo = problem.topology();
     let mut row = 0;
     for gi in 0..problem.goals().len() {
         let (position, orientation) = goal_residual(problem, gi, frames);
@@ -596,12 +595,18 @@ fn residual(problem: &Problem, tree_poles: &[usize], frames: &Frames, residual: 
         }
     }
     for &gi in tree_poles {
-        let top = pole_top(problem, gi);
-        let swivel = pole_swivel(problem, gi, frames.rotations[top], frames.heads[top]);
-        residual[row] = -swivel * problem.goals()[gi].weight.sqrt() * topo.chain_reach[gi];
+        residual[row] = pole_residual(problem, gi, frames);
         row += 1;
     }
     residual.iter().map(|x| x * x).sum()
+}
+
+/// The residual row of goal `gi`'s pole kept in a tree: `−√weight · reach ·` its chain's swivel
+/// from the pole ([`pole_swivel`]).
+fn pole_residual(problem: &Problem, gi: usize, frames: &Frames) -> f64 {
+    let top = pole_top(problem, gi);
+    let swivel = pole_swivel(problem, gi, frames.rotations[top], frames.heads[top]);
+    -swivel * problem.goals()[gi].weight.sqrt() * problem.topology().chain_reach[gi]
 }
 
 /// Goal `gi`'s rows of the residual at the pose whose forward kinematics is `frames`:
@@ -617,13 +622,17 @@ fn goal_residual(problem: &Problem, gi: usize, frames: &Frames) -> (DVec3, Optio
     (position, orientation)
 }
 
-/// The error the steps minimise, without pole rows, at the pose whose forward kinematics is
-/// `frames`: the squared norm of every goal's residual rows.
+/// The error the steps minimise at the pose whose forward kinematics is `frames`: the squared
+/// norm of every goal's residual rows, with the swivel rows of poles kept in trees. (A pole on a
+/// lone chain has no row: it turns the chain at the start, as Blender's does.)
 pub(crate) fn goal_error(problem: &Problem, frames: &Frames) -> f64 {
-    (0..problem.goals().len())
+    let goals = problem.goals();
+    let topo = problem.topology();
+    (0..goals.len())
         .map(|gi| {
             let (position, orientation) = goal_residual(problem, gi, frames);
-            position.length_squared() + orientation.map_or(0.0, |r| r.length_squared())
+            let pole = if goals[gi].pole.is_some() && !topo.is_lone_chain(gi) { pole_residual(problem, gi, frames).powi(2) } else { 0.0 };
+            position.length_squared() + orientation.map_or(0.0, |r| r.length_squared()) + pole
         })
         .sum()
 }

@@ -233,7 +233,7 @@ pub fn check_fixed_point(
 ) -> Result<Solution, String> {
     let again = solver.solve(problem, &sol.pose).map_err(|e| e.to_string())?;
     if again.iterations > 1 {
-        return Err(format!("re-solve took {} iterations (stop {:?})", again.iterations, again.stop));
+        return Err(format!("re-solve took {} iterations (stop {:?}); residuals {:?} -> {:?}", again.iterations, again.stop, sol.residuals, again.residuals));
     }
     let d = again.pose.max_angle_to(&sol.pose);
     let dt = (again.pose.root_translation - sol.pose.root_translation).length();
