@@ -130,7 +130,7 @@ pub fn rotation_vector(q: DQuat) -> DVec3 {
 /// The rotation with rotation vector `r` (inverse of [`rotation_vector`]): `(sin(θ/2) r̂, cos(θ/2))`
 /// with `θ = |r|`.
 ///
-/// Below [`SERIES_BELOW`] radians (every step of the damped-least-squares solver, most limit
+/// Below 0.2 radians (`SERIES_BELOW`; every step of the damped-least-squares solver, most limit
 /// clamps) both factors come from their Taylor series, exact to round-off there (the first
 /// omitted term is under 3e-17), with no square root or trigonometry.
 #[must_use]
