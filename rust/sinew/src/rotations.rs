@@ -65,10 +65,10 @@ pub fn aim_chain(rig: &Rig, chain: &[usize], joints: &[DVec3], frames: &mut Fram
 /// `start`; `chain` and `joints` are as in [`aim_chain`]. Each chain bone turns from its start
 /// world rotation by the shortest arc onto its new direction, and its local rotation (relative to
 /// its parent's turned frame) is kept in the hemisphere of its start's; every other bone keeps
-/// its start rotation exactly (what `settle` would do): `out` holds `start` on entry. Each bone's turn depends only on its own
-/// start frame and joints, not on its parent's result, so the processor overlaps the bones'
-/// work; forward kinematics of `out` is the caller's (taking it here, bone by bone, measured
-/// slower: it puts the frames' dependent chain inside this loop).
+/// its start rotation exactly (what `settle` would do): `out` holds `start` on entry. Each
+/// bone's turn depends only on its own start frame and joints, not on its parent's result, so
+/// the processor overlaps the bones' work; forward kinematics of `out` is the caller's (taking
+/// it here, bone by bone, measured slower: it puts the frames' dependent chain inside this loop).
 pub(crate) fn aim_serial_chain(rig: &Rig, chain: &[usize], joints: &[DVec3], start: &[DQuat], frames: &Frames, out: &mut [DQuat]) {
     let mut parent = chain.first().and_then(|&top| rig.bone(top).parent).map_or(DQuat::IDENTITY, |p| frames.rotations[p]);
     for (k, &b) in chain.iter().enumerate() {
