@@ -214,6 +214,7 @@ impl JointLimit {
                 DQuat::from_axis_angle(h.axis, angle)
             }
             Swing::Free if self.twist.is_none() => local,
+            _ if self.surely_contains(local) => local,
             _ => {
                 let (mut swing, mut twist) = self.split(local);
                 let mut changed = false;
@@ -238,6 +239,39 @@ impl JointLimit {
                 // it has nothing to do, and cheap).
                 if changed { (swing * twist).normalize() } else { local }
             }
+        }
+    }
+
+    /// True when `local` (for a cone or twist limit) is certainly inside it, decided without
+    /// splitting it: [`ConeLimit::surely_contains`] and [`TwistLimit::surely_contains`] on its
+    /// swing and twist, whose tests are homogeneous, so they take the split's parts before
+    /// normalisation (no square root or division). `false` means "not known" (and always for a
+    /// hinge, or near a half-turn swing, where the split is special).
+    #[inline]
+    fn surely_contains(&self, local: DQuat) -> bool {
+        let q = local;
+        let n2 = q.w * q.w + q.y * q.y;
+        if matches!(self.swing, Swing::Hinge(_)) || n2 < 1e-18 {
+            return false;
+        }
+        if let Swing::Cone(c) = self.swing {
+            // The swing q · twist⁻¹ times √n2 (see `swing_twist_y`): (x, z, w) below, w ≥ 0.
+            let (x, z, w) = (q.x * q.w + q.z * q.y, q.z * q.w - q.x * q.y, n2);
+            let a = if x >= 0.0 { c.x_pos } else { c.x_neg };
+            let b = if z >= 0.0 { c.z_pos } else { c.z_neg };
+            // `ConeLimit::surely_contains`' test times a²b².
+            let (xb, za, wab) = (x * b, z * a, SURE_MARGIN * w * a * b);
+            if 4.0 * (xb * xb + za * za) > wab * wab {
+                return false;
+            }
+        }
+        match self.twist {
+            // The twist (0, y, 0, w) times √n2.
+            Some(t) => {
+                let (bound, w) = (2.0 * q.y.abs(), SURE_MARGIN * q.w.abs());
+                bound <= w * (-t.min) && bound <= w * t.max
+            }
+            None => true,
         }
     }
 
@@ -284,6 +318,7 @@ impl JointLimit {
                 off_axis + (h.min - angle).max(0.0) + (angle - h.max).max(0.0)
             }
             Swing::Free if self.twist.is_none() => 0.0,
+            _ if self.surely_contains(local) => 0.0,
             _ => {
                 let (swing, twist) = self.split(local);
                 let mut e = 0.0;
@@ -309,6 +344,15 @@ impl JointLimit {
         }
     }
 
+    /// True when `local` is inside the limit: [`Self::clamp`] leaves it where it is (to within
+    /// [`Self::violation`] 1e-9 rad, the tolerance the property tests hold every solution to).
+    /// Locks are not checked here.
+    #[must_use]
+    pub fn contains(&self, local: DQuat) -> bool {
+        let clamped = self.clamp(local);
+        clamped == local || angle_between(clamped, local) <= 1e-9
+    }
+
     /// How far `local` is outside the limit, as the angle between it and [`Self::clamp`] of it
     /// (0 inside). Tests use it to assert that no solution violates a limit.
     #[must_use]
@@ -322,15 +366,22 @@ impl JointLimit {
     /// on zero).
     #[must_use]
     pub fn preferred_bend(&self) -> Option<DQuat> {
+        self.preferred_bend_vector().map(from_rotation_vector)
+    }
+
+    /// [`Self::preferred_bend`] as a rotation vector (axis × angle, in the bone's rest frame),
+    /// without trigonometry.
+    #[must_use]
+    pub fn preferred_bend_vector(&self) -> Option<DVec3> {
         match self.swing {
             Swing::Hinge(h) => {
                 let mid = 0.5 * (h.min + h.max);
-                (mid.abs() > 1e-6).then(|| DQuat::from_axis_angle(h.axis, mid))
+                (mid.abs() > 1e-6).then(|| h.axis * mid)
             }
             Swing::Cone(c) => {
                 let cx = 0.5 * (c.x_pos - c.x_neg);
                 let cz = 0.5 * (c.z_pos - c.z_neg);
-                (cx.abs() > 1e-6 || cz.abs() > 1e-6).then(|| from_rotation_vector(DVec3::new(cx, 0.0, cz)))
+                (cx.abs() > 1e-6 || cz.abs() > 1e-6).then(|| DVec3::new(cx, 0.0, cz))
             }
             Swing::Free => None,
         }
@@ -416,6 +467,45 @@ mod tests {
         let c = lim.clamp(DQuat::from_rotation_x(-0.5) * DQuat::from_rotation_z(0.3));
         assert!(c.abs_diff_eq(DQuat::IDENTITY, 1e-12));
         assert!(lim.preferred_bend().unwrap().abs_diff_eq(DQuat::from_rotation_x(1.3), 1e-12));
+    }
+
+    /// The split-free inside test never says "inside" where the exact test (clamping the split
+    /// parts) would move the rotation, and it decides most rotations well inside.
+    #[test]
+    fn the_split_free_inside_test_agrees_with_clamping() {
+        let limits = [
+            JointLimit { swing: Swing::Cone(ConeLimit::new(0.7, 0.5, 0.6, 0.4)), twist: Some(TwistLimit { min: -0.3, max: 0.35 }), ..JointLimit::FREE },
+            JointLimit { swing: Swing::Cone(ConeLimit::new(FRAC_PI_2, 1e-6, 3.0, FRAC_PI_6)), ..JointLimit::FREE },
+            JointLimit { twist: Some(TwistLimit { min: -0.5, max: 0.4 }), ..JointLimit::FREE },
+        ];
+        // A deterministic spread of rotations: axes over the sphere, angles up to a full turn.
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 11) as f64 / (1u64 << 53) as f64
+        };
+        for lim in limits {
+            let mut decided = 0;
+            for _ in 0..20_000 {
+                let axis = DVec3::new(next() - 0.5, next() - 0.5, next() - 0.5).normalize();
+                let q = DQuat::from_axis_angle(axis, 1.5 * next() * next() * std::f64::consts::TAU);
+                for q in [q, -q] {
+                    if lim.surely_contains(q) {
+                        decided += 1;
+                        let (swing, twist) = lim.split(q);
+                        let cone_ok = match lim.swing {
+                            Swing::Cone(c) => c.clamp_swing(swing) == swing,
+                            _ => true,
+                        };
+                        let twist_ok = lim.twist.is_none_or(|t| (t.min..=t.max).contains(&twist_angle(twist, DVec3::Y)));
+                        assert!(cone_ok && twist_ok, "{lim:?}: {q:?} said inside");
+                    }
+                }
+            }
+            assert!(decided > 2_000, "{lim:?}: only {decided} decided");
+        }
     }
 
     #[test]
