@@ -50,9 +50,21 @@ pub struct Topology {
     /// Per goal: the bones only it moves that form a free, connected serial chain ending at its
     /// effector (top first), when there are at least two of them.
     pub(crate) free_tails: Vec<Option<Vec<usize>>>,
-    /// For a single position goal on a chain of free, connected bones with a pinned top: the
-    /// chain from its top down (FABRIK runs Alg. 1 on it as it is).
-    pub(crate) serial_chain: Option<Vec<usize>>,
+    /// For a single position goal on a serial chain of connected bones with a pinned top, each
+    /// free or bounded only by a cone and twist: the chain (FABRIK runs Alg. 1 on it as it is,
+    /// see [`SerialChain`]).
+    pub(crate) serial_chain: Option<SerialChain>,
+}
+
+/// A single position goal's chain of connected bones with a pinned top (see
+/// [`Topology::serial_chain`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct SerialChain {
+    /// The chain's bones from its top down, each the parent of the next.
+    pub bones: Vec<usize>,
+    /// Whether some bone has a cone or twist limit (none is locked, stiff or a hinge): Alg. 1's
+    /// answer is then the solution only where it lands inside every limit.
+    pub limited: bool,
 }
 
 impl Topology {
@@ -343,9 +355,10 @@ fn hinge_reach_loss(bone: &crate::rig::Bone, point: DVec3) -> f64 {
     (k.length() + point.length() - best).max(0.0)
 }
 
-/// The chain of a single position goal on free, connected bones with a pinned top, from the
-/// top down; `None` when the problem is anything else.
-fn serial_chain(rig: &Rig, goals: &[Goal], topology: &Topology, root: RootMode) -> Option<Vec<usize>> {
+/// The chain of a single position goal on connected bones with a pinned top, each free or
+/// bounded by a cone and twist only (not locked, not stiff, not a hinge); `None` when the problem
+/// is anything else.
+fn serial_chain(rig: &Rig, goals: &[Goal], topology: &Topology, root: RootMode) -> Option<SerialChain> {
     let [goal] = goals else { return None };
     if goal.pole.is_some() || !goal.use_tail {
         return None;
@@ -355,16 +368,18 @@ fn serial_chain(rig: &Rig, goals: &[Goal], topology: &Topology, root: RootMode) 
     if top == 0 && root == RootMode::Free {
         return None;
     }
+    let mut limited = false;
     for (k, &b) in moved.iter().enumerate() {
-        let bone = rig.bone(b);
-        if !bone.limit.is_free() {
+        let limit = &rig.bone(b).limit;
+        if limit.locked || limit.stiffness != 0.0 || matches!(limit.swing, crate::limits::Swing::Hinge(_)) {
             return None;
         }
+        limited |= !limit.is_free();
         if k + 1 < moved.len() && !rig.is_connected(b) {
             return None;
         }
     }
-    Some(moved.iter().rev().copied().collect())
+    Some(SerialChain { bones: moved.iter().rev().copied().collect(), limited })
 }
 
 fn check_quat(q: DQuat) -> Result<(), String> {

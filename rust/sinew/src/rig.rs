@@ -303,6 +303,27 @@ impl Rig {
         }
     }
 
+    /// [`Rig::forward_into`] for bone `from` and every bone after it (its descendants among
+    /// them), from local rotations `locals`, on frames `out` that hold the bones before `from`;
+    /// a root bone keeps its head where `out` has it.
+    pub(crate) fn forward_from(&self, locals: &[DQuat], from: usize, out: &mut Frames) {
+        let mut prev = match from.checked_sub(1) {
+            Some(p) => (out.rotations[p], out.heads[p], out.tails[p]),
+            None => (DQuat::IDENTITY, DVec3::ZERO, DVec3::ZERO),
+        };
+        for (i, &local) in locals.iter().enumerate().take(self.len()).skip(from) {
+            prev = match self.bones[i].parent {
+                Some(p) if p + 1 == i => self.bone_frame(i, local, DVec3::ZERO, Some(prev)),
+                Some(p) => self.bone_frame(i, local, DVec3::ZERO, Some((out.rotations[p], out.heads[p], out.tails[p]))),
+                None => {
+                    let (rot, _, _) = self.bone_frame(i, local, DVec3::ZERO, None);
+                    (rot, out.heads[i], out.heads[i] + crate::geometry::y_axis(rot) * self.bones[i].length)
+                }
+            };
+            (out.rotations[i], out.heads[i], out.tails[i]) = prev;
+        }
+    }
+
     /// One step of [`Rig::forward_into`]: bone `i`'s world (rotation, head, tail) from its
     /// `local` rotation and its parent's (rotation, head, tail); `root_translation` counts for
     /// bone 0 only.

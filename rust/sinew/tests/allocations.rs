@@ -1,7 +1,8 @@
-//! Warm-started tracking allocates nothing but its result (the README's claim): after a first
-//! solve has sized the solver's scratch space, a solve allocates the returned `Solution`'s two
-//! vectors (rotations and residuals) and nothing else, whichever path it takes (FABRIK, the
-//! damped-least-squares tracking step, the finish).
+//! Warm-started tracking allocates nothing but its result (the README's claim): once the solver
+//! has sized its scratch space (each path the first time it runs), a solve allocates the returned
+//! `Solution`'s two vectors (rotations and residuals) and nothing else, whichever path it takes
+//! (FABRIK, the serial chain with limits that do not bind, the damped-least-squares tracking
+//! step, the finish).
 
 mod common;
 
@@ -55,13 +56,19 @@ fn warm_started_tracking_allocates_only_the_solution() {
             problems.push(p);
         }
         let mut solver = method.solver(lp.settings).unwrap();
-        let mut pose = solver.solve(&problems[0], &lp.pose).unwrap().pose;
         let mut worst = 0;
-        for p in &problems[1..] {
-            let before = ALLOCATIONS.load(Ordering::Relaxed);
-            let sol = solver.solve(p, &pose).unwrap();
-            worst = worst.max(ALLOCATIONS.load(Ordering::Relaxed) - before);
-            pose = sol.pose;
+        // The first pass sizes the scratch space of every path the track takes (a path sizes
+        // its own the first time it runs); the second is counted.
+        for pass in 0..2 {
+            let mut pose = solver.solve(&problems[0], &lp.pose).unwrap().pose;
+            for p in &problems[1..] {
+                let before = ALLOCATIONS.load(Ordering::Relaxed);
+                let sol = solver.solve(p, &pose).unwrap();
+                if pass == 1 {
+                    worst = worst.max(ALLOCATIONS.load(Ordering::Relaxed) - before);
+                }
+                pose = sol.pose;
+            }
         }
         assert!(worst <= 2, "{file} with {}: a solve made {worst} allocations", method.name());
     }
