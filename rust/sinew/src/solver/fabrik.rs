@@ -11,6 +11,8 @@
 //!   placement of the last thousandths of the gap ([`finish_exactly`]). The steps take the least
 //!   joint turn, so the bends stay close to FABRIK's own: on that benchmark the median largest
 //!   joint bend is 30.1°, against 26.9° for Alg. 1 run to convergence (docs/benchmarks.md).
+//!   A tracking move (a gap within [`TRACK_FRACTION`] of the reach) takes the steps alone, from
+//!   the warm start.
 //! - A serial chain whose limits are cones and twist ranges is solved as a free one first. Where
 //!   no limit binds, that is the answer; where some bind, the bones are clamped into their
 //!   limits and damped-least-squares steps finish from there ([`Fabrik::solve_unbound`]). Only
@@ -392,6 +394,10 @@ impl Fabrik {
             // After FABRIK's first iteration (which places the chain and decides its bends) the
             // chain is finished by Gauss–Newton steps while each at least halves the gap.
             let mut newton = true;
+            // A tracking move (see [`TRACK_FRACTION`]) takes the steps from the warm start: the
+            // least joint motion. FABRIK's first iteration would place the chain anew, which
+            // turned bones up to 0.19 rad in a frame of a smooth motion (0.011 rad with this).
+            let tracking = start_gap <= TRACK_FRACTION * reach;
             while it < s.max_iterations {
                 let gap = (p[m] - target).length_squared();
                 let close = if newton && it > 0 { NEWTON_CLOSE * start_gap } else { finish_below };
@@ -401,7 +407,7 @@ impl Fabrik {
                     break;
                 }
                 it += 1;
-                if newton && it > 1 {
+                if newton && (it > 1 || tracking) {
                     self.saved_joints.clone_from(p);
                     if chain_position_step(p, target) && (p[m] - target).length_squared() <= 0.25 * gap {
                         last_end = p[m];
