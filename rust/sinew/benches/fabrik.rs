@@ -17,6 +17,8 @@
 //!   effectors of a smooth motion (sums of sinusoids per joint, inside the constrained humanoid's
 //!   limits, so always reachable), 1000 frames at 60 fps, each frame warm-started from the
 //!   previous solution.
+//! - `chain10/tracking`, `chain10_constrained/tracking` (stats only): the chain's tip following a
+//!   smooth motion inside the constrained chain's limits, 1000 frames at 60 fps, warm-started.
 //!
 //! - `dls: ...`, `dls_*`: the same sets solved by damped least squares alone (`Method::Dls`), the
 //!   Jacobian peer with the same limits, in the same run; and the §4.3.2 reconstruction with it.
@@ -170,14 +172,25 @@ struct Tracking {
     solutions: Vec<Solution>,
 }
 
+/// The humanoid's tracking run (the effectors of a smooth motion, see the module docs).
 fn tracking(file: &str, method: Method) -> Tracking {
+    tracking_targets(file, method, &common::humanoid_tracks(FRAMES, 60.0, 7))
+}
+
+/// The chain's tip following a smooth motion inside the constrained chain's limits (60 fps).
+fn chain_tracks() -> Vec<Vec<DVec3>> {
+    let rig = load("paper_chain10_constrained.json").problem.rig().clone();
+    synth_motion(&rig, 1, FRAMES, 60.0).iter().map(|t| vec![rig.forward(t).tails[9]]).collect()
+}
+
+/// A tracking run on `file` with per-frame targets `tracks` (one per goal).
+fn tracking_targets(file: &str, method: Method, tracks: &[Vec<DVec3>]) -> Tracking {
     let lp = load(file);
-    let tracks = common::humanoid_tracks(FRAMES, 60.0, 7);
     let mut solver = method.solver(lp.settings).unwrap();
     let mut pose = lp.pose.clone();
     let mut frames = Vec::with_capacity(FRAMES);
     let mut solutions = Vec::with_capacity(FRAMES);
-    for targets in &tracks {
+    for targets in tracks {
         let mut p = lp.problem.clone();
         for (gi, t) in targets.iter().enumerate() {
             p.set_target(gi, *t).unwrap();
@@ -360,6 +373,22 @@ fn benches(c: &mut Criterion) {
     writeln!(stats, "{}", tracking_lines("humanoid13_constrained/tracking", &humanoid_limited)).unwrap();
     writeln!(stats, "{}", tracking_lines("dls: humanoid13/tracking", &dls_humanoid)).unwrap();
     writeln!(stats, "{}", tracking_lines("dls: humanoid13_constrained/tracking", &dls_humanoid_limited)).unwrap();
+    // The chain's tip on a smooth motion inside its limits: the single chain's tracking moves.
+    let chain_truth = synth_motion(load("paper_chain10_constrained.json").problem.rig(), 1, FRAMES, 60.0);
+    writeln!(
+        stats,
+        "{:<36} jitter {:.5} rad ({:.3}°) mean turn per bone per frame, largest per-frame turn {:.4} rad",
+        "chain tracking ground truth",
+        jitter(&chain_truth),
+        jitter(&chain_truth).to_degrees(),
+        chain_truth.windows(2).map(|w| w[1].max_angle_to(&w[0])).fold(0.0, f64::max)
+    )
+    .unwrap();
+    let tracks = chain_tracks();
+    for file in ["paper_chain10.json", "paper_chain10_constrained.json"] {
+        let name = format!("{}/tracking", file.trim_start_matches("paper_").trim_end_matches(".json"));
+        writeln!(stats, "{}", tracking_lines(&name, &tracking_targets(file, Method::Fabrik, &tracks))).unwrap();
+    }
 
     // §4.3.2 reconstruction: motion inside the constrained humanoid's limits, targets from FK of
     // the true pose at the four effectors, solved with and without the limits.
