@@ -20,6 +20,24 @@ pub fn renormalize(q: DQuat) -> DQuat {
     if (n2 - 1.0).abs() < 1e-6 { q * (0.5 * (3.0 - n2)) } else { q.normalize() }
 }
 
+/// `q` read as a start rotation: kept to the bit when it is unit to round-off (`|q|²` within 16
+/// ulps of 1), otherwise scaled to unit length (to round-off: two [`renormalize`] steps, or the
+/// exact division). Idempotent, so a solve's result read back as the next solve's start is that
+/// same start, bit for bit (solving again from a solution depends on it: a stalled solve's
+/// landscape is flat, and an ulp in the start can pick another way out of it).
+#[must_use]
+#[inline]
+pub fn unit_start(q: DQuat) -> DQuat {
+    let n2 = q.length_squared();
+    if (n2 - 1.0).abs() <= 16.0 * f64::EPSILON {
+        q
+    } else if (n2 - 1.0).abs() < 1e-6 {
+        renormalize(renormalize(q))
+    } else {
+        q.normalize()
+    }
+}
+
 /// The unit quaternion `q`'s image of +Y (its rotation matrix's second column): `q * DVec3::Y`
 /// in fewer operations. Forward kinematics places every tail with it.
 #[must_use]
@@ -288,6 +306,28 @@ mod tests {
             assert!((r.length() - 1.0).abs() < 4e-13, "scale {scale}: |r| - 1 = {:e}", r.length() - 1.0);
             assert!((r - q).length() < 1e-12, "scale {scale}: {r:?} vs {q:?}");
         }
+    }
+
+    /// Reading a start twice gives the same bits: a solve's result, read back, is its start.
+    #[test]
+    fn unit_start_is_idempotent_to_the_bit() {
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+        };
+        for _ in 0..10_000 {
+            let q = DQuat::from_xyzw(next(), next(), next(), next());
+            for scale in [1.0, 1.0 + 3e-16, 1.0 - 5e-13, 1.0 + 9e-7, 1.7] {
+                let once = unit_start((q.normalize()) * scale);
+                assert!((once.length_squared() - 1.0).abs() <= 16.0 * f64::EPSILON, "{once:?}");
+                assert_eq!(unit_start(once), once);
+            }
+        }
+        let unit = DQuat::from_axis_angle(DVec3::new(1.0, 2.0, -0.5).normalize(), 1.1);
+        assert_eq!(unit_start(unit), unit);
     }
 
     #[test]

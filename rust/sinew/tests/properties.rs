@@ -698,6 +698,63 @@ fn two_bone_offset_chain_converges_within_the_default_cap() {
     assert!(sol.reached, "{} iterations, residual {:e} ({:?})", sol.iterations, sol.worst_residual(), sol.stop);
 }
 
+/// Found by `solving_from_a_stalled_solution_is_a_fixed_point` (`PROPTEST_RNG_SEED=4`,
+/// `PROPTEST_CASES=5000`): an unconstrained three-bone tree, one goal out of reach. The stalled
+/// solve's last round kept its start; re-solving from it moved 0.019 rad, because reading the
+/// result back as a start renormalised it again and changed it by an ulp, and a stalled solve's
+/// landscape is flat. Fixed by `geometry::unit_start`, which is idempotent.
+#[test]
+fn a_stalled_tree_read_back_as_its_start_is_a_fixed_point() {
+    #[rustfmt::skip]
+    let c = Case { bones: vec![
+        BoneSpec { parent_sel: 0, extra_root: false, offset: None, rest: DVec3::new(-2.7362402505921137, 0.5028954422814129, -2.650729548716489), length: 0.7813754421711947, limit: LimitSpec { swing: SwingSpec::Free, twist: None, locked: false, stiffness: 0.0 } }, 
+        BoneSpec { parent_sel: 0, extra_root: false, offset: None, rest: DVec3::new(0.0, 0.0, 0.0), length: 1.315928339013565, limit: LimitSpec { swing: SwingSpec::Free, twist: None, locked: false, stiffness: 0.0 } }, 
+        BoneSpec { parent_sel: 114716354, extra_root: false, offset: None, rest: DVec3::new(-0.17852099994133575, 0.7969432098396015, 1.5368467476217413), length: 1.5243871698974936, limit: LimitSpec { swing: SwingSpec::Free, twist: None, locked: false, stiffness: 0.0 } }
+    ],
+    goals: vec![
+        GoalSpec { reachable: false, point: DVec3::new(7.932424868798908, 7.0445432355558255, 2.1206800088398987), chain_length: 0, use_tail: true, orientation: false, pole: None, weight: 1.2980372642147386 }, 
+        GoalSpec { reachable: true, point: DVec3::new(0.0, 0.0, 0.0), chain_length: 0, use_tail: true, orientation: false, pole: None, weight: 1.444993678658385 }
+    ],
+    target_pose: vec![DVec3::new(0.48632442345939125, -1.087657171077686, 0.8821489700650167), DVec3::new(0.0, 0.0, 0.0), DVec3::new(1.0960132184511755, -2.190283091771215, -0.3676594023071554), DVec3::new(0.0, 0.0, 0.0), DVec3::new(0.0, 0.0, 0.0), DVec3::new(0.0, 0.0, 0.0), DVec3::new(0.0, 0.0, 0.0)],
+    start: Some(vec![DVec3::new(-1.3719872736455991, 1.0415988471823956, 2.910959095380385), DVec3::new(0.0, 0.0, 0.0), DVec3::new(0.0, 0.0, 0.0), DVec3::new(0.0, 0.0, 0.0), DVec3::new(0.0, 0.0, 0.0), DVec3::new(0.0, 0.0, 0.0), DVec3::new(0.0, 0.0, 0.0)]),
+    root_translation: DVec3::new(0.0, 0.0, 0.0), free_root: false };
+    let b = build_case(&c, Shape::Tree, Limits::None);
+    let mut solver = Fabrik::new(settings());
+    let sol = solver.solve(&b.problem, &b.start).unwrap();
+    assert_eq!(sol.stop, StopReason::Stalled);
+    let again = solver.solve(&b.problem, &sol.pose).unwrap();
+    let moved = again.pose.max_angle_to(&sol.pose);
+    assert!(moved <= 1e-6 && again.stop == StopReason::Stalled, "re-solve moved {moved:e} rad ({:?})", again.stop);
+}
+
+/// Found by `solving_from_a_stalled_solution_is_a_fixed_point` (`PROPTEST_RNG_SEED=3`,
+/// `PROPTEST_CASES=5000`): a tree with cones, hinges and poles kept in it. The first round took
+/// 99 of 100 iterations; the next, with one iteration, kept its start and the solve said
+/// `Stalled`; re-solving with the whole budget moved the pose 0.63 rad, closer. A round that
+/// keeps its start after spending all that was left now says `IterationLimit`.
+#[test]
+fn a_round_cut_short_by_the_cap_is_not_a_stall() {
+    #[rustfmt::skip]
+    let c = Case { bones: vec![
+        BoneSpec { parent_sel: 0, extra_root: false, offset: None, rest: DVec3::new(2.490656340425352, 2.946517573520306, 0.2112512069071784), length: 0.7833870416828871, limit: LimitSpec { swing: SwingSpec::Free, twist: None, locked: false, stiffness: 0.0 } }, 
+        BoneSpec { parent_sel: 0, extra_root: false, offset: Some(DVec3::new(-0.26287661526752, 0.10946034853941382, -0.16238994418693034)), rest: DVec3::new(0.476800996154949, 2.336802087582789, -1.9595113367403991), length: 0.9993214579482023, limit: LimitSpec { swing: SwingSpec::Cone([0.05, 0.8767007230850906, 1.3207311362731275, 1.022137839359185]), twist: None, locked: false, stiffness: 0.0 } }, 
+        BoneSpec { parent_sel: 2669323259, extra_root: false, offset: None, rest: DVec3::new(1.493553102131322, 1.2632510033958682, -0.07363230708411053), length: 0.9880662959097687, limit: LimitSpec { swing: SwingSpec::Cone([2.1837737204929257, 1.2908960547495503, 1.0072847625241577, 2.638927554703387]), twist: Some((-1.0816177492990509, 0.660970995057814)), locked: false, stiffness: 0.0 } }, 
+        BoneSpec { parent_sel: 484281890, extra_root: false, offset: None, rest: DVec3::new(-1.589654654724277, -1.8861573448994642, -1.8841800087952887), length: 1.9092613975212038, limit: LimitSpec { swing: SwingSpec::Hinge(DVec3::new(0.2892342507672066, 0.21943110521403517, 0.9317690369655346), 0.034534303782673866, 2.066976201284962), twist: None, locked: false, stiffness: 0.0 } }, 
+        BoneSpec { parent_sel: 2409727238, extra_root: false, offset: Some(DVec3::new(-0.1942992397142143, -0.09949175640702963, 0.535090196638885)), rest: DVec3::new(-2.9098167512053803, 2.715003404448652, 2.2844022136848716), length: 0.32780457784570105, limit: LimitSpec { swing: SwingSpec::Hinge(DVec3::new(0.0, 0.0, -1.0), 0.0, 0.1), twist: None, locked: true, stiffness: 0.0 } }
+    ],
+    goals: vec![
+        GoalSpec { reachable: true, point: DVec3::new(0.0, 0.0, 0.0), chain_length: 2, use_tail: true, orientation: false, pole: Some(DVec3::new(-0.33141232790319175, 4.224277587864602, 1.0843225689253273)), weight: 0.9593596244449807 }, 
+        GoalSpec { reachable: true, point: DVec3::new(0.0, 0.0, 0.0), chain_length: 0, use_tail: true, orientation: false, pole: Some(DVec3::new(0.6881321314339488, 2.242114224817544, 3.962872188615586)), weight: 1.4537742448834892 }
+    ],
+    target_pose: vec![DVec3::new(2.541115357470389, 1.1776118773694495, -2.525086426222959), DVec3::new(-2.064620943624315, 2.306544287503119, -2.7491059120100934), DVec3::new(0.0661469317891571, 0.6868688927036882, -0.11368833510994407), DVec3::new(0.0, 0.0, 2.205581643400015), DVec3::new(0.0, 0.0, 0.0), DVec3::new(0.0, 0.0, 0.0), DVec3::new(0.0, 0.0, 0.0)],
+    start: None,
+    root_translation: DVec3::new(0.0, 0.0, 0.0), free_root: false };
+    let b = build_case(&c, Shape::Tree, Limits::Rigid);
+    let mut solver = Fabrik::new(settings());
+    let sol = solver.solve(&b.problem, &b.start).unwrap();
+    assert_eq!((sol.stop, sol.iterations), (StopReason::IterationLimit, 100));
+}
+
 proptest! {
     #![proptest_config(config(128))]
 

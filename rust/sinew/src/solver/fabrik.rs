@@ -221,6 +221,12 @@ impl Solver for Fabrik {
             let left = SolveSettings { max_iterations: settings.max_iterations - spent, ..settings };
             let (next, kept_start) = self.round(problem, &left, pose, guarded);
             let mut sol = Solution { iterations: spent + next.iterations, ..next };
+            if kept_start && sol.stop == StopReason::Stalled && next.iterations >= left.max_iterations {
+                // The round that kept its start spent all that was left: the cap, not a stall,
+                // ended it (a round depends on the budget only through the cap, so with more
+                // it might have got closer).
+                sol.stop = StopReason::IterationLimit;
+            }
             if !guarded || sol.stop != StopReason::Stalled || kept_start {
                 return Ok(sol);
             }
@@ -232,7 +238,7 @@ impl Solver for Fabrik {
             // The next round starts where this one stopped.
             spent = sol.iterations;
             self.start_locals.clear();
-            self.start_locals.extend(sol.pose.rotations.iter().map(|&q| crate::geometry::renormalize(q)));
+            self.start_locals.extend(sol.pose.rotations.iter().map(|&q| crate::geometry::unit_start(q)));
             pose = Pose { rotations: self.start_locals.clone(), root_translation: sol.pose.root_translation };
             rig.forward_into(&pose, &mut self.frames);
         }
@@ -657,7 +663,10 @@ impl Fabrik {
         }
         let start_root = pose.root_translation;
         pose.rotations.copy_from_slice(&self.start_locals);
-        let out = self.dls.refine(problem, pose, Some(&self.frames), settings.tolerance, TRACK_ITERATIONS.min(settings.max_iterations / 2));
+        // The budget is the solver's, not what this round has left, which only caps it: a round
+        // must depend on its start alone up to the cap (see [`Fabrik::round`]).
+        let budget = TRACK_ITERATIONS.min(self.settings.max_iterations / 2).min(settings.max_iterations);
+        let out = self.dls.refine(problem, pose, Some(&self.frames), settings.tolerance, budget);
         if out.reached {
             return Ok((out.iterations, StopReason::Converged));
         }

@@ -177,7 +177,7 @@ pub(crate) fn begin_solve(settings: &SolveSettings, problem: &Problem, start: &P
     let settings = settings.validated()?;
     problem.check_pose(start)?;
     start_locals.clear();
-    start_locals.extend(start.rotations.iter().map(|&q| crate::geometry::renormalize(q)));
+    start_locals.extend(start.rotations.iter().map(|&q| crate::geometry::unit_start(q)));
     Ok(settings)
 }
 
