@@ -472,6 +472,7 @@ impl DlsSteps {
 /// (Cayley) vector, so bone lengths are kept to round-off and the step is first-order exact:
 /// near a solution the gap shrinks quadratically. Returns false, changing nothing, when `J Jᵀ`
 /// is singular (a straight chain cannot lengthen or shorten to first order).
+#[allow(clippy::neg_cmp_op_on_partial_ord)] // NaN refused: see the determinant test
 pub(crate) fn chain_position_step(p: &mut [DVec3], target: DVec3) -> bool {
     let m = p.len() - 1;
     let end = p[m];
@@ -492,6 +493,7 @@ pub(crate) fn chain_position_step(p: &mut [DVec3], target: DVec3) -> bool {
     let (c11, c12, c22) = (a00 * a22 - a02 * a02, a01 * a02 - a00 * a12, a00 * a11 - a01 * a01);
     let det = a00 * c00 + a01 * c01 + a02 * c02;
     let trace = a00 + a11 + a22;
+    // (Negated so that a NaN determinant is refused too.)
     if !(det > SINGULAR_GRAM * trace * trace * trace) {
         return false;
     }
@@ -544,10 +546,12 @@ fn add_block(g: &mut [f64], m: usize, row: usize, col: usize, block: DMat3) {
 /// lower triangle read), which is overwritten by its Cholesky factor `L` (`A = L Lᵀ`); `b`
 /// becomes `x`. False, with `b` unusable, when a pivot is not positive (`A` not positive
 /// definite to working precision).
+#[allow(clippy::neg_cmp_op_on_partial_ord)] // NaN refused: see the pivot test
 fn cholesky_solve(a: &mut [f64], m: usize, b: &mut [f64]) -> bool {
     for j in 0..m {
         let row_j = &mut a[j * m..(j + 1) * m];
         let d = row_j[j] - row_j[..j].iter().map(|x| x * x).sum::<f64>();
+        // (Negated so that a NaN pivot is refused too.)
         if !(d > 0.0) {
             return false;
         }
@@ -762,6 +766,7 @@ mod tests {
     }
 
     /// The residual after moving unknown `c` of `joint` by `eps`, as a step would.
+    #[allow(clippy::too_many_arguments)] // a test helper: the step's inputs, spelled out
     fn moved_residual(problem: &Problem, pose: &Pose, frames: &Frames, joint: &Joint, c: usize, eps: f64, tree_poles: &[usize], m: usize) -> Vec<f64> {
         let mut p = pose.clone();
         match joint.bone {
