@@ -219,9 +219,9 @@ fn chain10_constrained_reaches_targets_inside_its_limits() {
 
 /// Limits that do not bind change nothing: from a bent start inside the limits, where the free
 /// chain's answer lands inside every limit, the constrained chain returns exactly that answer
-/// (Alg. 1 with its Gauss–Newton finish; applying the limits at every step would not have
-/// changed it); where it breaks a limit, the constrained answer still reaches the target inside
-/// every limit (`solve_checked`). Targets and starts are FK of random in-limit poses.
+/// (Alg. 1 with its Gauss–Newton finish, its limits checked on the answer); where it breaks a
+/// limit, the constrained answer still reaches the target inside every limit
+/// (`solve_checked`). Targets and starts are FK of random in-limit poses.
 #[test]
 fn chain10_constrained_limits_that_do_not_bind_change_nothing() {
     let lp = load("paper_chain10_constrained.json");

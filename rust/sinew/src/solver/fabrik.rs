@@ -251,10 +251,11 @@ impl Fabrik {
     /// with the Gauss–Newton finish ([`Fabrik::solve_serial`]), at most [`UNBOUND_ITERATIONS`].
     ///
     /// - When that reaches the target (or points the chain at an unreachable one, as Alg. 1
-    ///   does) with every bone inside its limit, no limit binds: applying the limits at every
-    ///   step would have changed nothing, and this is the constrained solution. 824 of the
-    ///   chain10 benchmark's 1000 in-limit targets are of this kind; Alg. 1 on positions is
-    ///   several times cheaper than the general path's steps on frames.
+    ///   does) with every bone inside its limit, it is a solution of the constrained problem,
+    ///   and the one a free chain gets: the limits are checked on the answer, not on the way
+    ///   (an iterate may leave a limit that the answer keeps). 824 of the chain10 benchmark's
+    ///   1000 in-limit targets are of this kind; Alg. 1 on positions is several times cheaper
+    ///   than the general path's steps on frames.
     /// - When it reaches the target but some bones leave their limits, those bones are clamped
     ///   into them (§3.7.2's projection, once) and the damped-least-squares steps, which keep
     ///   every limit at every step ([`super::jacobian`]), close the gap that opens, at most
