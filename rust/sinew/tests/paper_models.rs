@@ -238,13 +238,19 @@ fn chain10_constrained_limits_that_do_not_bind_change_nothing() {
         // where nearly any move binds) and with no straight joint (one with a preferred bend
         // would be nudged first), targets anywhere the limits allow.
         let bent = |p: &Pose| (1..rig.len()).all(|k| ((rig.bone(k).rest_rotation * p.rotations[k]) * DVec3::Y).y < (2e-3f64).cos());
-        let start = std::iter::repeat_with(|| in_limit_pose(0.3)).find(bent).unwrap();
+        let mut start = std::iter::repeat_with(|| in_limit_pose(0.3)).find(bent).unwrap();
+        // Half the quaternions given with w < 0 (the same rotations), as a DCC may hand them.
+        for q in start.rotations.iter_mut().step_by(2) {
+            *q = -*q;
+        }
         let target = rig.forward(&in_limit_pose(1.2)).tails[9];
         let (mut limited, mut unlimited) = (lp.problem.clone(), free.clone());
         limited.set_target(0, target).unwrap();
         unlimited.set_target(0, target).unwrap();
         let sol = solve_checked(&limited, lp.settings, &start);
         assert!(sol.reached, "{:?} after {} iterations", sol.stop, sol.iterations);
+        // Keyable: every quaternion in its start's hemisphere, whichever path solved it.
+        assert!(sol.pose.rotations.iter().zip(&start.rotations).all(|(q, s)| q.dot(*s) >= 0.0), "a rotation flipped hemisphere");
         let alg1 = Fabrik::new(lp.settings).solve(&unlimited, &start).unwrap();
         // (The unbound attempt gives up after 10 iterations, `UNBOUND_ITERATIONS`.)
         if alg1.iterations <= 10 && rig.bones().iter().zip(&alg1.pose.rotations).all(|(b, &q)| b.limit.contains(q)) {

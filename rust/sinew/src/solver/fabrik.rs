@@ -290,6 +290,8 @@ impl Fabrik {
                 let budget = UNBOUND_ITERATIONS.min(settings.max_iterations - iterations);
                 let out = self.dls.refine(problem, &mut pose, None, settings.tolerance, budget);
                 if out.reached {
+                    // (Each quaternion into its start's hemisphere, as every path leaves them.)
+                    settle(problem, &self.start_locals, &mut pose.rotations);
                     return Ok(Solution::of_solved(problem, pose, self.dls.frames(), iterations + out.iterations, StopReason::Converged, settings.tolerance));
                 }
                 iterations += out.iterations;
