@@ -288,54 +288,53 @@ impl Rig {
     /// [`Rig::forward`] into existing storage (no allocation once sized).
     pub fn forward_into(&self, pose: &Pose, out: &mut Frames) {
         out.resize(self.len());
-        // The previous bone's frame, kept in registers: in a chain it is the parent's, and reading
-        // it back from `out` would put a store-to-load round trip on every bone's critical path.
-        let mut prev = (DQuat::IDENTITY, DVec3::ZERO, DVec3::ZERO);
-        for i in 0..self.len() {
-            let local = pose.rotations.get(i).copied().unwrap_or(DQuat::IDENTITY);
-            let parent = match self.bones[i].parent {
-                Some(p) if p + 1 == i => Some(prev),
-                Some(p) => Some((out.rotations[p], out.heads[p], out.tails[p])),
-                None => None,
-            };
-            prev = self.bone_frame(i, local, pose.root_translation, parent);
-            (out.rotations[i], out.heads[i], out.tails[i]) = prev;
-        }
+        let root_head = |i: usize, _: &Frames| {
+            let b = &self.bones[i];
+            if i == 0 { b.rest_head + b.rest_rotation * pose.root_translation } else { b.rest_head }
+        };
+        self.frames_from(0, |i| pose.rotations.get(i).copied().unwrap_or(DQuat::IDENTITY), root_head, out);
     }
 
     /// [`Rig::forward_into`] for bone `from` and every bone after it (its descendants among
     /// them), from local rotations `locals`, on frames `out` that hold the bones before `from`;
     /// a root bone keeps its head where `out` has it.
     pub(crate) fn forward_from(&self, locals: &[DQuat], from: usize, out: &mut Frames) {
+        self.frames_from(from, |i| locals[i], |i, out: &Frames| out.heads[i], out);
+    }
+
+    /// The forward-kinematics loop: the frames of bone `from` and every bone after it, from
+    /// `local(i)`, into `out` (which holds the bones before `from`); a root bone's head is
+    /// `root_head(i, out)`.
+    #[inline(always)]
+    fn frames_from(&self, from: usize, local: impl Fn(usize) -> DQuat, root_head: impl Fn(usize, &Frames) -> DVec3, out: &mut Frames) {
+        // The previous bone's frame, kept in registers: in a chain it is the parent's, and reading
+        // it back from `out` would put a store-to-load round trip on every bone's critical path.
         let mut prev = match from.checked_sub(1) {
             Some(p) => (out.rotations[p], out.heads[p], out.tails[p]),
             None => (DQuat::IDENTITY, DVec3::ZERO, DVec3::ZERO),
         };
-        for (i, &local) in locals.iter().enumerate().take(self.len()).skip(from) {
-            prev = match self.bones[i].parent {
-                Some(p) if p + 1 == i => self.bone_frame(i, local, DVec3::ZERO, Some(prev)),
-                Some(p) => self.bone_frame(i, local, DVec3::ZERO, Some((out.rotations[p], out.heads[p], out.tails[p]))),
-                None => {
-                    let (rot, _, _) = self.bone_frame(i, local, DVec3::ZERO, None);
-                    (rot, out.heads[i], out.heads[i] + crate::geometry::y_axis(rot) * self.bones[i].length)
-                }
+        for i in from..self.len() {
+            let parent = match self.bones[i].parent {
+                Some(p) if p + 1 == i => Ok(prev),
+                Some(p) => Ok((out.rotations[p], out.heads[p], out.tails[p])),
+                None => Err(root_head(i, out)),
             };
+            prev = self.bone_frame(i, local(i), parent);
             (out.rotations[i], out.heads[i], out.tails[i]) = prev;
         }
     }
 
-    /// One step of [`Rig::forward_into`]: bone `i`'s world (rotation, head, tail) from its
-    /// `local` rotation and its parent's (rotation, head, tail); `root_translation` counts for
-    /// bone 0 only.
+    /// One step of forward kinematics: bone `i`'s world (rotation, head, tail) from its `local`
+    /// rotation and its parent's (rotation, head, tail), or, for a root, its head.
     #[inline(always)]
-    fn bone_frame(&self, i: usize, local: DQuat, root_translation: DVec3, parent: Option<(DQuat, DVec3, DVec3)>) -> (DQuat, DVec3, DVec3) {
+    fn bone_frame(&self, i: usize, local: DQuat, parent: std::result::Result<(DQuat, DVec3, DVec3), DVec3>) -> (DQuat, DVec3, DVec3) {
         let (b, fk) = (&self.bones[i], self.fk[i]);
         // Normalised before the parent's rotation enters, so the chain from parent to child is
         // one quaternion product (a product of unit quaternions is unit to round-off, a few ulps
         // per level). FK runs several times per solve.
         let own = crate::geometry::renormalize(if fk.rest_identity { local } else { b.rest_rotation * local });
         let (rot, head) = match parent {
-            Some((pr, parent_head, parent_tail)) => {
+            Ok((pr, parent_head, parent_tail)) => {
                 let head = match fk.head {
                     HeadRule::ParentTail => parent_tail,
                     HeadRule::AlongParentY(h) => parent_head + crate::geometry::y_axis(pr) * h,
@@ -343,8 +342,7 @@ impl Rig {
                 };
                 (pr * own, head)
             }
-            None if i == 0 => (own, b.rest_head + b.rest_rotation * root_translation),
-            None => (own, b.rest_head),
+            Err(root_head) => (own, root_head),
         };
         (rot, head, head + crate::geometry::y_axis(rot) * b.length)
     }
