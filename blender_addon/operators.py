@@ -117,10 +117,12 @@ def solve_report(res):
     tol = pipeline.verify_tolerance(res.tolerance)
     missed = [(g.bone, float(m)) for g, m in zip(goals, misses) if m > tol]
     what = "; ".join(f'bone "{b}" misses its target by {m:.6g}' for b, m in missed)
-    if res.reached:
+    differs = [(g.bone, float(r)) for g, m, r in zip(goals, misses, res.residuals) if m > r + tol]
+    if differs:
+        sinew_says = ", ".join(f'"{b}" {r:.6g}' for b, r in differs)
         return {'WARNING'}, (f"Sinew: {len(missed)} of {len(goals)} goal(s) not reached in Blender's evaluated pose "
-                             f"although Sinew's solution reaches them ({what}): something on the rig acts on top of "
-                             f"the solved rotations (see the warnings); {tail}")
+                             f"({what}), although Sinew's solution comes closer (its residuals: {sinew_says}): "
+                             f"something on the rig acts on top of the solved rotations (see the warnings); {tail}")
     return {'INFO'}, (f"Sinew: {len(missed)} of {len(goals)} goal(s) not reached ({res.stop_reason}): {what}; {tail}")
 
 

@@ -448,13 +448,15 @@ class BakeResult:
 
     @property
     def blender_misses(self) -> list:
-        """[(frame, goal index, miss)] at the checked frames where Blender's evaluated pose is
-        further than the tolerance from a target, worst first."""
+        """[(frame, goal index, miss)] at the checked frames where Blender's evaluated pose misses
+        a target by more than the tolerance beyond Sinew's own residual (Sinew's solution is not
+        what Blender shows there), worst first."""
         if self.misses is None:
             return []
         tol = verify_tolerance(self.tolerance)
-        out = [(int(self.checked_frames[k]), int(i), float(self.misses[k, i]))
-               for k, i in np.argwhere(self.misses > tol)]
+        engine = self.residuals[np.searchsorted(self.frames, self.checked_frames)]
+        bad = (self.misses > tol) & (self.misses > engine + tol)
+        out = [(int(self.checked_frames[k]), int(i), float(self.misses[k, i])) for k, i in np.argwhere(bad)]
         return sorted(out, key=lambda t: -t[2])
 
     @property
