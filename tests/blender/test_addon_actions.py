@@ -166,3 +166,27 @@ def test_negative_frames_bake():
     for f in (-30, -17, -1, 5):
         scene.frame_set(f)
         assert (R.world_tail(ob, "b03") - R.world_location(t)).length < 1e-3, f
+
+
+def test_a_bake_that_fails_while_writing_leaves_the_scene_as_it_was(addon, monkeypatch):
+    """A failure after the keys went in (here: muting the constraints) is reported, not raised as
+    a traceback, and the action assignment, fake users, keys, mutes, pose and frame are put back."""
+    scene = bpy.context.scene
+    ob, t, con = _ik_chain()
+    prev = _pre_animate(ob)
+    scene.frame_set(4)
+    names = sorted(a.name for a in bpy.data.actions)
+    before, snap = R.action_snapshot(prev), R.pose_snapshot(ob)
+
+    def broken(*_args, **_kw):
+        raise ValueError("simulated failure while muting")
+
+    monkeypatch.setattr(addon.keys, "mute_constraints", broken)
+    with pytest.raises(RuntimeError, match=r"Sinew failed: ValueError\('simulated failure while muting'\); "
+                                           "nothing was changed"):
+        bpy.ops.sinew.bake(frame_start=1, frame_end=20)
+    assert sorted(a.name for a in bpy.data.actions) == names
+    assert ob.animation_data.action == prev and not prev.use_fake_user
+    assert R.same_snapshot(R.action_snapshot(prev), before)
+    assert R.pose_snapshot(ob) == snap and scene.frame_current == 4
+    assert not con.mute and ob.sinew_muted == ""

@@ -77,3 +77,36 @@ def test_overridden_rig_keeps_its_sinew_overrides_through_save_and_reload(tmp_pa
     assert bpy.ops.sinew.solve() == {'FINISHED'}
     assert R.evaluated_locals(rig)["b01"].angle < 1e-6
     assert R.evaluated_locals(rig)["b02"].angle > 1e-3
+
+
+def test_overridden_rig_with_a_linked_action_bakes_into_a_local_one(tmp_path):
+    path = str(tmp_path / "animated_library.blend")
+    ob = R.make_chain(3, name="Rig")
+    for f in (1, 10):
+        ob.pose.bones["b00"].rotation_quaternion = (1.0, 0.01 * f, 0.0, 0.0)
+        ob.pose.bones["b00"].keyframe_insert("rotation_quaternion", frame=f)
+    coll = bpy.data.collections.new("RigColl")
+    bpy.context.scene.collection.children.link(coll)
+    bpy.context.scene.collection.objects.unlink(ob)
+    coll.objects.link(ob)
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.read_homefile(use_empty=True)
+    coll = _link(path)
+    local = coll.override_hierarchy_create(bpy.context.scene, bpy.context.view_layer, do_fully_editable=True)
+    bpy.context.scene.collection.children.unlink(coll)
+    rig = next(o for o in local.objects if o.type == 'ARMATURE')
+    linked_action = rig.animation_data.action
+    assert linked_action.library is not None
+    t = R.add_empty("T")
+    R.key_locations(t, {1: (0.4, 0.1, 1.2), 10: (-0.3, 0.2, 1.1)})
+    R.set_goal(rig, "b02", t, chain_length=2)
+    R.activate(rig)
+    with pytest.raises(RuntimeError, match=r'Action "RigAction" is linked from library .* turn on New Action'):
+        bpy.ops.sinew.bake(frame_start=1, frame_end=10, new_action=False)
+    assert rig.animation_data.action == linked_action
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=10) == {'FINISHED'}
+    act = rig.animation_data.action
+    assert act.library is None and act.sinew_original == linked_action
+    for f in (1, 10):
+        bpy.context.scene.frame_set(f)
+        assert (R.world_tail(rig, "b02") - R.world_location(t)).length < 1e-3, f
