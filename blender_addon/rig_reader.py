@@ -428,7 +428,6 @@ class RigProblem:
                                 f"rotation (NaN or infinity) at frame {frames[k]}; check its animation, drivers and "
                                 "constraints")
 
-
     def engine_goals(self, targets, orients, poles):
         sinew = engine()
         out = []
@@ -484,6 +483,7 @@ def orientation_quaternion(m3, spec) -> Quaternion:
                         "space (a non-uniform scale on the armature or a parent), so it has no rotation to match: "
                         "make the scale uniform or turn the goal's rotation off")
     return n.to_quaternion()
+
 
 def bone_quaternion(pb) -> Quaternion:
     mode = pb.rotation_mode
