@@ -190,3 +190,20 @@ def test_a_bake_that_fails_while_writing_leaves_the_scene_as_it_was(addon, monke
     assert R.same_snapshot(R.action_snapshot(prev), before)
     assert R.pose_snapshot(ob) == snap and scene.frame_current == 4
     assert not con.mute and ob.sinew_muted == ""
+
+
+def test_solve_in_nla_tweak_mode_keys_the_tweaked_action_at_the_mapped_frame(capfd):
+    """IK Solve keys through Blender's keyframe_insert, which maps scene time into the tweaked
+    strip's action: the strip starts at frame 5 and its action at frame 1."""
+    scene = bpy.context.scene
+    ob, t, con = _ik_chain()
+    act, strip = _tweaked(ob)
+    n_actions = len(bpy.data.actions)
+    scene.frame_set(12)
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    assert "goal(s) reached" in capfd.readouterr().out
+    assert ob.animation_data.action == act and len(bpy.data.actions) == n_actions
+    cb = act.layers[0].strips[0].channelbag(ob.animation_data.action_slot)
+    frames, _ = R.key_frames(cb.fcurves.find('pose.bones["b02"].rotation_quaternion', index=0))
+    assert list(frames) == [8.0]  # scene frame 12 in the strip's action time
+    assert (R.world_tail(ob, "b03") - R.world_location(t)).length < 1e-3
