@@ -10,6 +10,8 @@ bone's current value) or axis-angle. Bulk keys go through the channelbag API
 
 from __future__ import annotations
 
+import json
+
 import bpy
 import numpy as np
 from bpy_extras import anim_utils
@@ -75,38 +77,80 @@ def key_current(ob, names, frame, root_bone=None) -> None:
 SLOTTED = hasattr(bpy.types, "ActionSlot")
 
 
-def prepare_action(ob, new_action: bool):
-    """The action and slot to bake into: (action, slot, previous action or None).
+def bake_action_name(ob) -> str:
+    return f"{ob.name}_Sinew"
 
-    ``new_action``: a new action that starts as a copy of the current one (so the animation of
-    every other channel carries over), assigned to ``ob``; the previous action gets a fake user so
-    it is never lost. Otherwise the current action (created if there is none)."""
+
+def is_sinew_bake_of(act, ob) -> bool:
+    """True when ``act`` is a Sinew bake that only ``ob`` uses (so baking into it again changes
+    nothing else)."""
+    return (act is not None and getattr(act, "sinew_baked", False) and act.is_editable
+            and act.users == 1 and not act.use_fake_user)
+
+
+def check_action_writable(ob, new_action: bool) -> None:
+    """Raises ReadError when the keys cannot be written as asked (checked before any solve)."""
+    from .rig_reader import ReadError
+
+    ad = ob.animation_data
+    if ad is not None and ad.use_tweak_mode:
+        what = f' (editing action "{ad.action.name}" in an NLA strip)' if ad.action is not None else ""
+        raise ReadError(f'Armature "{ob.name}" is in NLA tweak mode{what}: Sinew bakes into the object\'s own '
+                        "action, which Blender does not allow to change while a strip is tweaked. Leave tweak mode "
+                        "(Tab in the NLA editor) and bake again")
+    act = ad.action if ad is not None else None
+    if not new_action and act is not None and not act.is_editable:
+        lib = f' from library "{act.library.filepath}"' if act.library is not None else ""
+        raise ReadError(f'Action "{act.name}" is linked{lib} and cannot be changed: turn on New Action')
+
+
+def prepare_action(ob, new_action: bool):
+    """The action and slot to bake into: (action, slot, previous action or None, note or "").
+
+    ``new_action``: when the current action is the user's own, a new action named
+    ``<object>_Sinew`` that starts as a copy of it (so every other channel's animation carries
+    over) is assigned, and the user's action gets a fake user so it is never lost. When the
+    current action is already a Sinew bake used only by ``ob``, the bake goes into it again (its
+    keys in the range are replaced): bakes do not pile up, and the user's action stays the one
+    kept safe. Otherwise (``new_action`` off) the current action, created if there is none."""
     ad = ob.animation_data or ob.animation_data_create()
     prev = ad.action
     slot = getattr(ad, "action_slot", None)
     prev_ident = slot.identifier if (prev is not None and slot is not None) else None
-    if new_action or prev is None:
+    note = ""
+    if new_action and is_sinew_bake_of(prev, ob):
+        orig = getattr(prev, "sinew_original", None)
+        note = f'Re-baked into "{prev.name}"' + (f' (the original action "{orig.name}" is kept)' if orig else "")
+    elif new_action or prev is None:
+        name = bake_action_name(ob) if new_action else f"{ob.name}Action"
         if prev is not None:
             act = prev.copy()
-            prev.use_fake_user = True
+            if prev.is_editable and not prev.use_fake_user:
+                prev.use_fake_user = True
         else:
-            act = bpy.data.actions.new(f"{ob.name}Action")
-        if new_action:
-            act.name = f"{ob.name}_Sinew"
+            act = bpy.data.actions.new(name)
+        act.name = name
+        if new_action and hasattr(act, "sinew_baked"):
+            act.sinew_baked = True
+            act.sinew_original = prev if prev is not None and not getattr(prev, "sinew_baked", False) else \
+                getattr(prev, "sinew_original", None)
         ad.action = act
         if SLOTTED and prev_ident is not None:
             for slot in act.slots:
                 if slot.identifier == prev_ident:
                     ad.action_slot = slot
                     break
+        if prev is not None and new_action:
+            note = f'Baked into new action "{act.name}"; "{prev.name}" is kept' + \
+                   (" (with a fake user)" if prev.use_fake_user else "")
     act = ad.action
     if not SLOTTED:
-        return act, None, prev
+        return act, None, prev, note
     slot = ad.action_slot
     if slot is None:
         slot = anim_utils.action_get_first_suitable_slot(act, 'OBJECT') or act.slots.new(id_type='OBJECT', name=ob.name)
         ad.action_slot = slot
-    return act, slot, prev
+    return act, slot, prev, note
 
 
 def replace_range(fc, frames: np.ndarray, values: np.ndarray) -> None:
@@ -150,9 +194,9 @@ def write_bake(ob, frames, names, rotations, root_bone=None, root_locations=None
     the order of ``names``; ``root_locations`` (F, 3) keys ``root_bone``'s location.
     ``compat``: per bone name, the Euler value to stay continuous with.
 
-    Keys outside the range are never touched. Returns (action, previous action or None)."""
+    Keys outside the range are never touched. Returns (action, previous action or None, note)."""
     frames = np.asarray(frames, dtype=np.float64)
-    act, slot, prev = prepare_action(ob, new_action)
+    act, slot, prev, note = prepare_action(ob, new_action)
     fcurve = _fcurve_getter(act, slot)
     for k, name in enumerate(names):
         pb = ob.pose.bones[name]
@@ -166,7 +210,7 @@ def write_bake(ob, frames, names, rotations, root_bone=None, root_locations=None
         path = pb.path_from_id("location")
         for c in range(3):
             replace_range(fcurve(path, c, pb.name), frames, root_locations[:, c])
-    return act, prev
+    return act, prev, note
 
 
 def _fcurve_getter(act, slot):
@@ -183,16 +227,37 @@ def _fcurve_getter(act, slot):
     return legacy
 
 
+def muted_records(ob) -> list[dict]:
+    """What Sinew bakes muted on ``ob`` and did not restore: [{"bone", "constraint", "how",
+    "influence"}] (``how``: "mute", or "influence" where Mute is driven and the influence was set
+    to 0 from "influence")."""
+    raw = getattr(ob, "sinew_muted", "")
+    if not raw:
+        return []
+    try:
+        recs = json.loads(raw)
+    except ValueError:
+        return []
+    return [r for r in recs if isinstance(r, dict) and {"bone", "constraint", "how"} <= r.keys()]
+
+
+def _store_records(ob, recs) -> None:
+    ob.sinew_muted = json.dumps(recs) if recs else ""
+
+
 def mute_constraints(ob, replaced) -> tuple[int, list[str]]:
     """Switches off the Blender IK constraints ``replaced`` [(bone, constraint)] so they do not
     act on top of the Sinew pose: mutes them, or, where ``mute`` is driven (Rigify switches its
-    pole / no-pole IK that way), sets their influence to 0. Returns (count, warnings)."""
+    pole / no-pole IK that way), sets their influence to 0. Each one changed is recorded on the
+    object (``ob.sinew_muted``) for Restore IK Constraints. Returns (count, warnings)."""
     ad = ob.animation_data
     drivers = ad.drivers if ad is not None else None
 
     def driven(c, prop):
         return drivers is not None and drivers.find(c.path_from_id(prop)) is not None
 
+    recs = muted_records(ob)
+    known = {(r["bone"], r["constraint"]) for r in recs}
     n, warnings = 0, []
     for bone, con in replaced:
         c = ob.pose.bones[bone].constraints.get(con)
@@ -202,12 +267,40 @@ def mute_constraints(ob, replaced) -> tuple[int, list[str]]:
             if not c.mute:
                 c.mute = True
                 n += 1
+                if (bone, con) not in known:
+                    recs.append({"bone": bone, "constraint": con, "how": "mute"})
         elif not driven(c, "influence"):
             if c.influence != 0.0:
+                if (bone, con) not in known:
+                    recs.append({"bone": bone, "constraint": con, "how": "influence", "influence": c.influence})
                 c.influence = 0.0
                 n += 1
             warnings.append(f'Bone "{bone}": constraint "{con}" has a driven Mute; its influence was set to 0 instead')
         else:
             warnings.append(f'Bone "{bone}": constraint "{con}" has driven Mute and Influence; '
                             "it still acts on top of the Sinew pose")
+    _store_records(ob, recs)
     return n, warnings
+
+
+def restore_constraints(ob) -> tuple[list[str], list[str]]:
+    """Turns back on exactly the IK constraints Sinew bakes muted on ``ob`` (``muted_records``) and
+    forgets them. A constraint the user has turned on again since is left as it is. Returns
+    (restored descriptions, problems)."""
+    restored, problems = [], []
+    for r in muted_records(ob):
+        bone, con = r["bone"], r["constraint"]
+        pb = ob.pose.bones.get(bone)
+        c = pb.constraints.get(con) if pb is not None else None
+        if c is None:
+            problems.append(f'Bone "{bone}": constraint "{con}" no longer exists (renamed or deleted)')
+            continue
+        if r["how"] == "mute":
+            if c.mute:
+                c.mute = False
+                restored.append(f'"{con}" ({bone})')
+        elif c.influence == 0.0:
+            c.influence = float(r.get("influence", 1.0))
+            restored.append(f'"{con}" ({bone}, influence {c.influence:.3g})')
+    _store_records(ob, [])
+    return restored, problems

@@ -51,13 +51,64 @@ class SolveResult:
     problem: rig_reader.RigProblem
     rotations: np.ndarray          # (N, 4) in rig order
     root_translation: np.ndarray   # (3,)
-    residuals: np.ndarray          # (G,)
+    residuals: np.ndarray          # (G,) the engine's
     iterations: int
-    reached: bool
+    reached: bool                  # the engine's answer
     stop_reason: str
     keyed: list = field(default_factory=list)
-    muted: int = 0
     seconds: float = 0.0
+    misses: np.ndarray | None = None   # (G,) measured on Blender's evaluated pose after writing
+    tolerance: float = 1e-4
+
+    @property
+    def reached_in_blender(self) -> bool:
+        return self.misses is not None and bool(np.all(self.misses <= verify_tolerance(self.tolerance)))
+
+
+# Blender stores pose rotations in single precision: a solution within the tolerance may come
+# back from Blender's evaluation this much further off.
+VERIFY_SLACK = 2e-6
+# A bake checks Blender's evaluated pose at this many frames, spread over the range (ends included).
+VERIFY_FRAMES = 25
+
+NOT_EDITABLE = "Cannot edit library linked or non-editable override object"
+
+
+def verify_tolerance(tolerance: float) -> float:
+    return float(tolerance) + VERIFY_SLACK
+
+
+def check_editable(ob) -> None:
+    """Blender's pose tools refuse linked (not overridden) objects; so does Sinew."""
+    if ob is not None and not ob.is_editable:
+        lib = f' (from library "{ob.library.filepath}")' if ob.library is not None else ""
+        raise ReadError(f'{NOT_EDITABLE} "{ob.name}"{lib}: make a library override of it first '
+                        "(Object > Library Override > Make)")
+
+
+def evaluated_misses(problem: rig_reader.RigProblem, depsgraph) -> np.ndarray:
+    """(G,) how far each goal's effector (its tail, or head) is from its target in Blender's
+    evaluated pose, in armature space (the units of the solver's tolerance)."""
+    targets, _orients, _poles = problem.sample_goals(depsgraph)
+    pbs = problem.ob.evaluated_get(depsgraph).pose.bones
+    out = np.zeros(len(problem.goals))
+    for i, spec in enumerate(problem.goals):
+        pb = pbs[spec.bone]
+        out[i] = np.linalg.norm(np.array(pb.tail if spec.use_tail else pb.head) - targets[i])
+    return out
+
+
+def itasc_note(ob, settings: Settings) -> str | None:
+    """Says how an armature set to Blender's iTaSC solver was solved (None for Standard IK)."""
+    pose = ob.pose
+    if pose is None or pose.ik_solver != 'ITASC':
+        return None
+    p = pose.ik_param
+    return (f'Armature "{ob.name}" is set to the iTaSC IK solver; Sinew solved it with its own solver (FABRIK, '
+            f"{settings.max_iterations} iterations, tolerance {settings.tolerance:g}, root {settings.root}), "
+            "taking target, pole, chain length, Use Tail, Rotation, weight and the bones' IK limits from the rig. "
+            f"iTaSC's own settings (mode {p.mode.title()}, solver {p.solver}, precision {p.precision:g}, "
+            f"{p.iterations} iterations) and its per-constraint weights were not used")
 
 
 def _snapshot_pose(ob):
@@ -72,15 +123,28 @@ def _restore_pose(ob, snap):
             pb.location, pb.rotation_quaternion, pb.rotation_euler, pb.rotation_axis_angle, pb.scale = s
 
 
-def solve_pose(context, ob, settings: Settings, *, key: bool = True, keep_constraints: bool = False) -> SolveResult:
+def solve_pose(context, ob, settings: Settings, *, key: bool = True) -> SolveResult:
     """Solves armature ``ob`` at the current frame from its current pose and writes the moved
-    bones' rotations (and keys them at the current frame when ``key``)."""
+    bones' rotations (and keys them at the current frame when ``key``). Blender IK constraints
+    are left as they are (other frames keep them); then Blender's evaluated pose is measured
+    against the targets (``SolveResult.misses``)."""
     sinew = engine()
     t0 = time.perf_counter()
+    check_editable(ob)
     depsgraph = context.evaluated_depsgraph_get()
     problem = rig_reader.read(ob, depsgraph=depsgraph)
     solver = settings.solver()
     targets = problem.sample_goals(depsgraph)
+    problem.check_samples(*(a[None] for a in targets), [context.scene.frame_current])
+    root_bone = problem.root_bone if settings.root == "free" else None
+    if root_bone is not None and not ob.data.bones[root_bone].use_local_location:
+        raise ReadError(f'Bone "{root_bone}": Local Location is off (Bone properties > Relations), so Sinew cannot '
+                        "key its location for the Free root: turn Local Location on, or use the Pinned root")
+    if key:
+        ad = ob.animation_data
+        if ad is not None and ad.action is not None and not ad.action.is_editable:
+            raise ReadError(f'Action "{ad.action.name}" is linked and cannot be keyed: turn Insert Keyframes off, '
+                            "or give the object a local action")
     pose, root_t = problem.pose_from_bones(ob.pose.bones)
     try:
         sol = solver.solve(problem.rig, problem.engine_goals(*targets), pose=pose, root_translation=root_t,
@@ -94,16 +158,14 @@ def solve_pose(context, ob, settings: Settings, *, key: bool = True, keep_constr
     # -- writes start here --
     idx = problem.index
     moved = problem.moved_bones
-    root_bone = problem.root_bone if settings.root == "free" else None
     keys.set_pose(ob, moved, rotations[[idx[n] for n in moved]], root_bone, np.asarray(sol.root_translation))
     if key:
         keys.key_current(ob, moved, context.scene.frame_current, root_bone)
-    muted, mute_warnings = (0, []) if keep_constraints else keys.mute_constraints(ob, problem.replaced)
-    problem.warnings.extend(mute_warnings)
     context.view_layer.update()
+    misses = evaluated_misses(problem, context.evaluated_depsgraph_get())
     return SolveResult(problem, rotations, np.asarray(sol.root_translation), np.asarray(sol.residuals),
-                       int(sol.iterations), bool(sol.reached), str(sol.stop_reason), moved if key else [], muted,
-                       time.perf_counter() - t0)
+                       int(sol.iterations), bool(sol.reached), str(sol.stop_reason), moved if key else [],
+                       time.perf_counter() - t0, misses, settings.tolerance)
 
 
 # --------------------------------------------------------------------------------------------
@@ -275,10 +337,10 @@ def sample_goals_from_fcurves(problem: rig_reader.RigProblem, frames, scene):
     arm = object_world_matrices(ob, frames, scene, ignore=lambda path: path.startswith("pose."))
     if arm is None:
         return None
-    try:
-        to_arm = np.linalg.inv(arm)
-    except np.linalg.LinAlgError:
-        return None
+    det = np.linalg.det(arm[:, :3, :3]) if np.all(np.isfinite(arm)) else np.zeros(1)
+    if np.any(np.abs(det) < 1e-12):
+        return None  # stepping the frames reports it, frame by frame
+    to_arm = np.linalg.inv(arm)
     cache = {}
 
     def in_armature_space(ref):
@@ -302,7 +364,7 @@ def sample_goals_from_fcurves(problem: rig_reader.RigProblem, frames, scene):
         targets[:, i] = m[:, :3, 3]
         if spec.use_orientation:
             # Exactly the conversion sample_goals makes (mathutils), frame by frame.
-            orients[:, i] = [tuple(Matrix(r).normalized().to_quaternion()) for r in m[:, :3, :3]]
+            orients[:, i] = [tuple(rig_reader.orientation_quaternion(Matrix(r), spec)) for r in m[:, :3, :3]]
         if spec.pole is not None:
             mp = in_armature_space(spec.pole)
             if mp is None:
@@ -374,10 +436,28 @@ class BakeResult:
     write_seconds: float
     warnings: list
     sampling: str = "frames"       # how targets were sampled: "fcurves" (no frame stepping) or "frames"
+    action_note: str = ""          # which action the keys went into, and what was kept
+    tolerance: float = 1e-4
+    checked_frames: np.ndarray | None = None   # (K,) frames where Blender's evaluated pose was measured
+    misses: np.ndarray | None = None           # (K, G) effector-to-target distances there (armature space)
+    verify_seconds: float = 0.0
 
     @property
     def seconds(self):
-        return self.sample_seconds + self.solve_seconds + self.write_seconds
+        return self.sample_seconds + self.solve_seconds + self.write_seconds + self.verify_seconds
+
+    @property
+    def blender_misses(self) -> list:
+        """[(frame, goal index, miss)] at the checked frames where Blender's evaluated pose misses
+        a target by more than the tolerance beyond Sinew's own residual (Sinew's solution is not
+        what Blender shows there), worst first."""
+        if self.misses is None:
+            return []
+        tol = verify_tolerance(self.tolerance)
+        engine = self.residuals[np.searchsorted(self.frames, self.checked_frames)]
+        bad = (self.misses > tol) & (self.misses > engine + tol)
+        out = [(int(self.checked_frames[k]), int(i), float(self.misses[k, i])) for k, i in np.argwhere(bad)]
+        return sorted(out, key=lambda t: -t[2])
 
     @property
     def worst_residual(self):
@@ -399,12 +479,19 @@ class BakeJob:
 
     def __init__(self, context, ob, frame_start: int, frame_end: int, settings: Settings, *,
                  new_action: bool = True, only_moved: bool = True, keep_constraints: bool = False,
-                 chunk: int = 0, sampling: str = "auto"):
+                 chunk: int = 0, sampling: str = "auto", verify: bool = True):
         if sampling not in ("auto", "frames"):
             raise ValueError(f"sampling must be 'auto' or 'frames', not {sampling!r}")
         if frame_end < frame_start:
             raise ReadError(f"The frame range is empty ({frame_start}..{frame_end})")
+        check_editable(ob)
+        keys.check_action_writable(ob, new_action)
         self.problem = rig_reader.read(ob)
+        root_bone = self.problem.root_bone
+        if settings.root == "free" and root_bone is not None and not ob.data.bones[root_bone].use_local_location:
+            raise ReadError(f'Bone "{root_bone}": Local Location is off (Bone properties > Relations), so Sinew '
+                            "cannot key its location for the Free root: turn Local Location on, or use the Pinned root")
+        self.verify = verify
         self.solver = settings.solver()
         self.settings = settings
         self.ob = ob
@@ -511,8 +598,7 @@ class BakeJob:
             targets[:], orients[:], poles[:] = fast
             rests[1:], root_loc[1:], conn_rot[1:], others_rot[1:] = rests[0], root_loc[0], conn_rot[0], others_rot[0]
             yield 0.5
-        if not (np.all(np.isfinite(targets)) and np.all(np.isfinite(poles))):
-            raise ReadError("A goal target has a non-finite position in the frame range")
+        p.check_samples(targets, orients, poles, [int(f) for f in frames])
         sample_s = time.perf_counter() - t0
 
         # 2. Solve: one solve_sequence call, unless the bones above the chains (or the pinned
@@ -573,18 +659,64 @@ class BakeJob:
         keyed_rot = np.concatenate([rotations[:, [idx[n] for n in moved], :], others_rot], axis=1)
         root_bone = p.root_bone if not pinned else None
         _restore_pose(ob, self._saved_pose)
-        action, prev = keys.write_bake(ob, frames, keyed, keyed_rot, root_bone, root_t if root_bone else None,
-                                       new_action=self.new_action, compat=compat)
-        muted, mute_warnings = (0, []) if self.keep_constraints else keys.mute_constraints(ob, p.replaced)
-        p.warnings.extend(mute_warnings)
+        action, prev, note, muted = self._write(frames, keyed, keyed_rot, root_bone, root_t, compat)
+        write_s = time.perf_counter() - t0
+
+        # 4. Measure what Blender evaluates from the keys at frames spread over the range.
+        t0 = time.perf_counter()
+        checked, misses = None, None
+        if self.verify:
+            checked = frames[np.unique(np.linspace(0, nf - 1, min(nf, VERIFY_FRAMES)).round().astype(int))]
+            misses = np.zeros((len(checked), ng))
+            for k, f in enumerate(checked):
+                scene.frame_set(int(f))
+                misses[k] = evaluated_misses(p, self.view_layer.depsgraph)
         frame, sub = self._saved_frame
         scene.frame_set(frame, subframe=sub)
         self.done = True
-        write_s = time.perf_counter() - t0
+        verify_s = time.perf_counter() - t0
         self.result = BakeResult(frames, list(p.names), rotations, root_t, residuals, iterations, reached, list(keyed),
                                  action, prev, muted, per_frame, sample_s, solve_s, write_s, list(p.warnings),
-                                 "fcurves" if fast is not None else "frames")
+                                 "fcurves" if fast is not None else "frames", note, self.settings.tolerance,
+                                 checked, misses, verify_s)
         yield 1.0
+
+    def _write(self, frames, keyed, keyed_rot, root_bone, root_t, compat):
+        """Writes the keys and mutes the replaced constraints; on any failure puts the action
+        assignment, fake users, constraint mutes and the record of them back, removes an action
+        it made, and re-raises."""
+        ob, p = self.ob, self.problem
+        ad = ob.animation_data
+        had_ad = ad is not None
+        saved_action = ad.action if had_ad else None
+        saved_slot = getattr(ad, "action_slot", None) if had_ad else None
+        saved_fake = saved_action.use_fake_user if saved_action is not None else None
+        saved_cons = [(c, c.mute, c.influence) for bone, name in p.replaced
+                      for c in [ob.pose.bones[bone].constraints.get(name)] if c is not None]
+        saved_record = ob.sinew_muted
+        actions_before = set(bpy.data.actions)
+        try:
+            action, prev, note = keys.write_bake(ob, frames, keyed, keyed_rot, root_bone,
+                                                 root_t if root_bone else None, new_action=self.new_action,
+                                                 compat=compat)
+            muted, mute_warnings = (0, []) if self.keep_constraints else keys.mute_constraints(ob, p.replaced)
+        except BaseException:
+            if had_ad:
+                ob.animation_data.action = saved_action
+                if saved_slot is not None and keys.SLOTTED:
+                    ob.animation_data.action_slot = saved_slot
+            elif ob.animation_data is not None:
+                ob.animation_data_clear()
+            if saved_action is not None and saved_action.is_editable:
+                saved_action.use_fake_user = saved_fake
+            for act in set(bpy.data.actions) - actions_before:
+                bpy.data.actions.remove(act)
+            for c, mute, influence in saved_cons:
+                c.mute, c.influence = mute, influence
+            ob.sinew_muted = saved_record
+            raise
+        p.warnings.extend(mute_warnings)
+        return action, prev, note, muted
 
 
 def problem_document(problem: rig_reader.RigProblem, targets, orients, poles, pose, root_translation,

@@ -12,6 +12,10 @@ import math
 import bpy
 from bpy.props import BoolProperty, FloatProperty, IntProperty, PointerProperty, StringProperty
 
+# Every Sinew setting can be changed on a library override of a linked rig (and the change is
+# saved with the override): the pose bone's ``sinew`` pointer and each property in the group.
+OVERRIDABLE = {'LIBRARY_OVERRIDABLE'}
+
 
 def _changed(self, context):
     # The sidebar caches the engine's analysis of the rig; settings changes invalidate it.
@@ -29,23 +33,27 @@ class SinewBoneSettings(bpy.types.PropertyGroup):
         description="Make this bone an IK effector that Sinew pulls onto a target",
         default=False,
         update=_changed,
+        override=OVERRIDABLE,
     )
     target: PointerProperty(
         name="Target",
         type=bpy.types.Object,
         description="Object the effector goes to (for an armature, optionally one of its bones)",
         update=_changed,
+        override=OVERRIDABLE,
     )
     subtarget: StringProperty(
         name="Bone",
         description="Bone of the target armature whose head is the target (empty: the object's origin)",
         update=_changed,
+        override=OVERRIDABLE,
     )
     use_tail: BoolProperty(
         name="Use Tail",
         description="Pull the bone's tail onto the target (off: its head)",
         default=True,
         update=_changed,
+        override=OVERRIDABLE,
     )
     weight: FloatProperty(
         name="Weight",
@@ -54,12 +62,14 @@ class SinewBoneSettings(bpy.types.PropertyGroup):
         min=0.001,
         soft_max=10.0,
         update=_changed,
+        override=OVERRIDABLE,
     )
     use_orientation: BoolProperty(
         name="Rotation",
         description="Also match the target's rotation with the effector bone",
         default=False,
         update=_changed,
+        override=OVERRIDABLE,
     )
     chain_length: IntProperty(
         name="Chain Length",
@@ -69,17 +79,20 @@ class SinewBoneSettings(bpy.types.PropertyGroup):
         min=0,
         max=255,
         update=_changed,
+        override=OVERRIDABLE,
     )
     pole_target: PointerProperty(
         name="Pole Target",
         type=bpy.types.Object,
         description="Object the chain's bend plane turns toward (for an armature, optionally one of its bones)",
         update=_changed,
+        override=OVERRIDABLE,
     )
     pole_subtarget: StringProperty(
         name="Pole Bone",
         description="Bone of the pole armature whose head is the pole",
         update=_changed,
+        override=OVERRIDABLE,
     )
     pole_angle: FloatProperty(
         name="Pole Angle",
@@ -89,6 +102,7 @@ class SinewBoneSettings(bpy.types.PropertyGroup):
         min=-math.pi,
         max=math.pi,
         update=_changed,
+        override=OVERRIDABLE,
     )
 
     # --- Limits ---------------------------------------------------------------------------
@@ -97,42 +111,51 @@ class SinewBoneSettings(bpy.types.PropertyGroup):
         description="Limit how far the bone may swing, per quadrant (overrides Blender's IK limits on X and Z)",
         default=False,
         update=_changed,
+        override=OVERRIDABLE,
     )
     cone_x_pos: FloatProperty(
         name="+X", description="Largest swing about +X (toward +Z)",
         subtype='ANGLE', default=math.radians(45.0), min=0.0, max=math.pi, update=_changed,
+        override=OVERRIDABLE,
     )
     cone_x_neg: FloatProperty(
         name="-X", description="Largest swing about -X (toward -Z)",
         subtype='ANGLE', default=math.radians(45.0), min=0.0, max=math.pi, update=_changed,
+        override=OVERRIDABLE,
     )
     cone_z_pos: FloatProperty(
         name="+Z", description="Largest swing about +Z (toward -X)",
         subtype='ANGLE', default=math.radians(45.0), min=0.0, max=math.pi, update=_changed,
+        override=OVERRIDABLE,
     )
     cone_z_neg: FloatProperty(
         name="-Z", description="Largest swing about -Z (toward +X)",
         subtype='ANGLE', default=math.radians(45.0), min=0.0, max=math.pi, update=_changed,
+        override=OVERRIDABLE,
     )
     use_twist: BoolProperty(
         name="Twist",
         description="Limit the twist about the bone's own axis (overrides Blender's IK limit on Y)",
         default=False,
         update=_changed,
+        override=OVERRIDABLE,
     )
     twist_min: FloatProperty(
         name="Min", description="Smallest twist about the bone's Y axis",
         subtype='ANGLE', default=math.radians(-45.0), min=-math.pi, max=math.pi, update=_changed,
+        override=OVERRIDABLE,
     )
     twist_max: FloatProperty(
         name="Max", description="Largest twist about the bone's Y axis",
         subtype='ANGLE', default=math.radians(45.0), min=-math.pi, max=math.pi, update=_changed,
+        override=OVERRIDABLE,
     )
     lock: BoolProperty(
         name="Lock",
         description="The solver never rotates this bone",
         default=False,
         update=_changed,
+        override=OVERRIDABLE,
     )
     stiffness: FloatProperty(
         name="Stiffness",
@@ -141,19 +164,50 @@ class SinewBoneSettings(bpy.types.PropertyGroup):
         min=0.0,
         max=0.99,
         update=_changed,
+        override=OVERRIDABLE,
     )
 
 
 classes = (SinewBoneSettings,)
 
 
+@bpy.app.handlers.persistent
+def _store_bone_settings(*_args):
+    """Before a save: gives every pose bone of every local armature its Sinew settings in the
+    file (reading ``pose_bone.sinew`` creates them, with the defaults). A library override can
+    only keep changes to settings its library file has: without this, Sinew settings changed on
+    an overridden bone the library never gave any would be lost on reload."""
+    for ob in bpy.data.objects:
+        if ob.type == 'ARMATURE' and ob.library is None and ob.override_library is None and ob.pose is not None:
+            for pb in ob.pose.bones:
+                pb.sinew.use_goal  # noqa: B018  (the read creates the settings)
+
+
 def register():
     for cls in classes:
         bpy.utils.register_class(cls)
-    bpy.types.PoseBone.sinew = PointerProperty(type=SinewBoneSettings, name="Sinew")
+    bpy.app.handlers.save_pre.append(_store_bone_settings)
+    bpy.types.PoseBone.sinew = PointerProperty(type=SinewBoneSettings, name="Sinew", override=OVERRIDABLE)
+    # What a bake muted, so Restore IK Constraints can undo exactly that (keys.mute_constraints):
+    # JSON, a list of {"bone", "constraint", "how": "mute" | "influence", "influence"}.
+    bpy.types.Object.sinew_muted = StringProperty(
+        name="Sinew Muted Constraints", description="IK constraints a Sinew bake muted (for Restore IK Constraints)",
+        default="", options={'HIDDEN'}, override=OVERRIDABLE)
+    # A bake's action remembers the user's action it started from (keys.prepare_action), so the
+    # next bake replaces it instead of piling up copies.
+    bpy.types.Action.sinew_baked = BoolProperty(
+        name="Sinew Bake", description="This action was made by a Sinew bake", default=False, options={'HIDDEN'})
+    bpy.types.Action.sinew_original = PointerProperty(
+        type=bpy.types.Action, name="Original Action", description="The action this Sinew bake started from",
+        options={'HIDDEN'})
 
 
 def unregister():
+    if _store_bone_settings in bpy.app.handlers.save_pre:
+        bpy.app.handlers.save_pre.remove(_store_bone_settings)
+    del bpy.types.Action.sinew_original
+    del bpy.types.Action.sinew_baked
+    del bpy.types.Object.sinew_muted
     del bpy.types.PoseBone.sinew
     for cls in reversed(classes):
         bpy.utils.unregister_class(cls)

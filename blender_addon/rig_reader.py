@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from mathutils import Matrix, Quaternion
+from mathutils import Matrix, Quaternion, Vector
 
 # The core requires every cone half-angle to be in (0, π]. Blender allows ik_max_x = 0 ("may
 # not swing that way at all"); such a half-angle becomes this many radians (0.06°) instead.
@@ -98,9 +98,18 @@ class LimitSpec:
         return self.swing == "free" and self.twist is None and not self.locked and self.stiffness == 0.0
 
 
+def _deleted(ob) -> bool:
+    """True for an object that is in no collection any more (deleted from the scene; Sinew's
+    own target pointer keeps such an object alive, but Blender no longer evaluates it)."""
+    return ob.library is None and not ob.users_collection and not ob.users_scene
+
+
 def _check_target(ob, bone_name, what, owner) -> TargetRef:
     if ob is None:
         raise ReadError(f'Bone "{owner}": {what} target is missing')
+    if _deleted(ob):
+        raise ReadError(f'Bone "{owner}": {what} target "{ob.name}" was deleted from the scene (it is in no '
+                        "collection); pick another target")
     if bone_name:
         if ob.type != 'ARMATURE':
             raise ReadError(f'Bone "{owner}": {what} target "{ob.name}" is not an armature, so it has no bone "{bone_name}"')
@@ -117,6 +126,7 @@ def read_goals(ob) -> tuple[list[GoalSpec], list[tuple[str, str]], list[str]]:
     goals: list[GoalSpec] = []
     replaced: list[tuple[str, str]] = []
     warnings: list[str] = []
+    itasc = ob.pose is not None and ob.pose.ik_solver == 'ITASC'
     for pb in ob.pose.bones:
         s = pb.sinew
         ik_constraints = [c for c in pb.constraints if c.type == 'IK']
@@ -139,6 +149,15 @@ def read_goals(ob) -> tuple[list[GoalSpec], list[tuple[str, str]], list[str]]:
             if c.target is None:
                 warnings.append(f'Bone "{pb.name}": IK constraint "{c.name}" has no target (targetless IK is not imported)')
                 continue
+            if _deleted(c.target):
+                raise ReadError(f'Bone "{pb.name}": IK constraint "{c.name}" targets "{c.target.name}", which was '
+                                "deleted from the scene; pick another target or mute the constraint")
+            if itasc and c.ik_type == 'DISTANCE':
+                raise ReadError(f'Bone "{pb.name}": IK constraint "{c.name}" is an iTaSC Distance constraint, which '
+                                "Sinew cannot solve; set its Type to Copy Pose or mute it")
+            if itasc and not c.use_location:
+                raise ReadError(f'Bone "{pb.name}": IK constraint "{c.name}" has Position off (an iTaSC rotation-only '
+                                "goal), which Sinew cannot solve; turn Position on or mute the constraint")
             if c.target.type == 'ARMATURE' and c.subtarget and c.target.pose.bones.get(c.subtarget) is None:
                 warnings.append(f'Bone "{pb.name}": IK constraint "{c.name}" targets missing bone "{c.subtarget}"; skipped')
                 continue
@@ -344,6 +363,11 @@ class RigProblem:
                 m = b.matrix_local
                 if b.parent is not None:
                     m = world[b.parent.name] @ b.parent.matrix_local.inverted() @ m
+                    if not b.use_inherit_rotation:
+                        # Blender's hinge (Inherit Rotation off): the head follows the parent,
+                        # the orientation is the bone's rest orientation (check_relations allows
+                        # this on a chain's top bone only, where the parent's frame is fixed).
+                        m = Matrix.Translation(m.translation) @ b.matrix_local.to_3x3().to_4x4()
                 # The engine poses only bone 0's translation. Any other unconnected bone's pose
                 # location is an offset of its head in its rest frame: folded into its rest.
                 if name != self.root_bone and not b.use_connect:
@@ -375,7 +399,7 @@ class RigProblem:
         """Every goal's target, orientation and pole in armature space for the evaluated scene:
         arrays (G, 3), (G, 4) wxyz, (G, 3)."""
         ob_eval = self.ob.evaluated_get(depsgraph)
-        to_arm = ob_eval.matrix_world.inverted_safe()
+        to_arm = armature_inverse(self.ob, ob_eval.matrix_world)
         g = len(self.goals)
         targets = np.zeros((g, 3))
         orients = np.zeros((g, 4))
@@ -385,10 +409,24 @@ class RigProblem:
             m = to_arm @ spec.target.world_matrix(depsgraph)
             targets[i] = m.translation
             if spec.use_orientation:
-                orients[i] = m.to_3x3().normalized().to_quaternion()
+                orients[i] = orientation_quaternion(m.to_3x3(), spec)
             if spec.pole is not None:
                 poles[i] = (to_arm @ spec.pole.world_matrix(depsgraph)).translation
         return targets, orients, poles
+
+    def check_samples(self, targets, orients, poles, frames) -> None:
+        """Raises ReadError naming the goal, its target and the frame where a sampled target,
+        orientation or pole (arrays (F, G, ...)) is not finite (NaN or infinite animation,
+        drivers or custom properties)."""
+        for what, arr in (("target", targets), ("pole", poles), ("rotation target", orients)):
+            bad = ~np.all(np.isfinite(arr), axis=-1)
+            if bad.any():
+                k, i = (int(v) for v in np.argwhere(bad)[0])
+                spec = self.goals[i]
+                ref = spec.pole if what == "pole" else spec.target
+                raise ReadError(f'Bone "{spec.bone}": the {what} {ref.describe()} has a non-finite position or '
+                                f"rotation (NaN or infinity) at frame {frames[k]}; check its animation, drivers and "
+                                "constraints")
 
     def engine_goals(self, targets, orients, poles):
         sinew = engine()
@@ -418,6 +456,35 @@ class RigProblem:
         return rot, loc
 
 
+def armature_inverse(ob, matrix_world) -> Matrix:
+    """The inverse of the armature object's world matrix; ReadError when it has none."""
+    det = matrix_world.to_3x3().determinant()
+    if not (math.isfinite(det) and all(math.isfinite(v) for row in matrix_world for v in row)) or abs(det) < 1e-12:
+        raise ReadError(f'Armature "{ob.name}" has a zero or non-finite scale in the scene (its world matrix '
+                        "cannot be inverted); fix the object's scale, animation or drivers")
+    return matrix_world.inverted()
+
+
+def orientation_quaternion(m3, spec) -> Quaternion:
+    """The rotation of a rotation goal's target (3x3 in armature space) as a quaternion; ReadError
+    when it is no rotation: mirrored (one of target and armature has a negative scale) or sheared
+    (a non-uniform scale of the armature or a parent turns the target's axes off square)."""
+    det = m3.determinant()
+    if not math.isfinite(det):
+        return Quaternion((math.nan, math.nan, math.nan, math.nan))  # reported by check_samples
+    if det <= 0.0:
+        raise ReadError(f'Bone "{spec.bone}": the rotation target {spec.target.describe()} is mirrored relative '
+                        "to the armature (a negative scale on one of them), so it has no rotation to match: "
+                        "remove the negative scale or turn the goal's rotation off")
+    n = m3.normalized()
+    cols = [n.col[j] for j in range(3)]
+    if max(abs(cols[0].dot(cols[1])), abs(cols[1].dot(cols[2])), abs(cols[0].dot(cols[2]))) > 1e-4:
+        raise ReadError(f'Bone "{spec.bone}": the rotation target {spec.target.describe()} is sheared in armature '
+                        "space (a non-uniform scale on the armature or a parent), so it has no rotation to match: "
+                        "make the scale uniform or turn the goal's rotation off")
+    return n.to_quaternion()
+
+
 def bone_quaternion(pb) -> Quaternion:
     mode = pb.rotation_mode
     if mode == 'QUATERNION':
@@ -429,6 +496,27 @@ def bone_quaternion(pb) -> Quaternion:
         a = pb.rotation_axis_angle
         return Quaternion((a[1], a[2], a[3]), a[0]) if (a[1] or a[2] or a[3]) else Quaternion()
     return pb.rotation_euler.to_quaternion()
+
+
+def no_goals_message(ob) -> str:
+    """Why ``ob`` has no goals, naming the IK constraints that are switched off (and those a
+    Sinew bake switched off, which Restore IK Constraints turns back on)."""
+    from .keys import muted_records
+
+    msg = (f'Armature "{ob.name}" has no IK goals: give a bone a Sinew goal (Bone properties > Sinew IK) '
+           "or an IK constraint with a target")
+    ours = {(r["bone"], r["constraint"]) for r in muted_records(ob)}
+    by_sinew, off = [], []
+    for pb in ob.pose.bones:
+        for c in pb.constraints:
+            if c.type == 'IK' and (c.mute or c.influence <= 0.0):
+                (by_sinew if (pb.name, c.name) in ours else off).append(f'"{c.name}" (bone "{pb.name}")')
+    if by_sinew:
+        msg += (f". The IK constraint(s) {', '.join(by_sinew)} were muted by a Sinew bake: "
+                "Restore IK Constraints (Pose > Sinew: Restore IK Constraints, or the Sinew sidebar) turns them back on")
+    if off:
+        msg += f". The IK constraint(s) {', '.join(off)} are muted or have no influence"
+    return msg
 
 
 def _analyze(ob, goals):
@@ -453,6 +541,27 @@ def _analyze(ob, goals):
     return [names[i] for i in a["sub_bases"]], [[names[i] for i in chain] for chain in a["moved"]]
 
 
+def check_relations(ob, problem) -> None:
+    """Refuses bone relations the engine's pose convention cannot express (ReadError naming the
+    bone and the setting): Inherit Rotation off on a bone whose parent the goals also move, or on
+    a connector; Local Location off on a moved bone or connector with a pose location. (Inherit
+    Rotation off on a chain's top bone is modelled exactly: see ``rest_for``.)"""
+    bones, moved = ob.data.bones, set(problem.moved_bones)
+    for name in problem.moved_bones + problem.connectors:
+        b, pb = bones[name], ob.pose.bones[name]
+        top = b.parent is None or name in problem.anchors or (b.parent.name not in moved and
+                                                              b.parent.name not in problem.connectors)
+        if not b.use_inherit_rotation and not (top and name in moved):
+            raise ReadError(
+                f'Bone "{name}": Inherit Rotation is off (Bone properties > Relations), and Sinew moves the bone '
+                f'above it, which Sinew cannot solve: turn Inherit Rotation on, or shorten the chain so that '
+                f'"{name}" is its top bone')
+        if not b.use_local_location and not b.use_connect and Vector(pb.location).length_squared > 0.0:
+            raise ReadError(
+                f'Bone "{name}": Local Location is off (Bone properties > Relations) and the bone has a pose '
+                "location, which Sinew cannot solve: turn Local Location on, or clear its location (Alt G)")
+
+
 def read(ob, *, need_goals: bool = True, depsgraph=None) -> RigProblem:
     """Reads armature object ``ob`` (rest data, goals, limits; the evaluated pose of the bones
     above the chains from ``depsgraph``, default: the context's) into a RigProblem. Raises
@@ -467,9 +576,7 @@ def read(ob, *, need_goals: bool = True, depsgraph=None) -> RigProblem:
         raise ReadError("Leave Edit Mode first (Sinew reads the pose)")
     goals, replaced, warnings = read_goals(ob)
     if need_goals and not goals:
-        raise ReadError(
-            f'Armature "{ob.name}" has no IK goals: give a bone a Sinew goal (Bone properties > Sinew IK) '
-            "or an IK constraint with a target")
+        raise ReadError(no_goals_message(ob))
     sub_bases, moved = _analyze(ob, goals) if goals else ([], [])
 
     bones = ob.data.bones
@@ -501,6 +608,7 @@ def read(ob, *, need_goals: bool = True, depsgraph=None) -> RigProblem:
         goals=goals, replaced=replaced, warnings=warnings, root_bone=root_bone, sub_bases=sub_bases, moved=moved)
     if not goals:
         return problem
+    check_relations(ob, problem)
     for name in problem.moved_bones:
         lim = read_limit(ob.pose.bones[name])
         if not lim.is_free:
@@ -512,8 +620,8 @@ def read(ob, *, need_goals: bool = True, depsgraph=None) -> RigProblem:
     # What the engine's pose convention does not cover: say so rather than solve wrongly.
     for name in problem.moved_bones + problem.connectors:
         b, pb = bones[name], ob.pose.bones[name]
-        if not b.use_inherit_rotation or b.inherit_scale != 'FULL':
-            warnings.append(f'Bone "{name}" does not inherit rotation/scale fully; Sinew assumes it does')
+        if b.inherit_scale != 'FULL':
+            warnings.append(f'Bone "{name}" does not inherit scale fully; Sinew assumes it does')
         if any(abs(v - 1.0) > 1e-6 for v in pb.scale):
             warnings.append(f'Bone "{name}" is scaled in the pose; Sinew ignores pose scale')
         if any(c.type != 'IK' and not c.mute and c.influence > 0.0 for c in pb.constraints):

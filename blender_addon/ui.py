@@ -136,6 +136,7 @@ class VIEW3D_PT_sinew(_SidebarPanel, bpy.types.Panel):
         col = layout.column(align=True)
         col.operator("sinew.solve", icon='CON_KINEMATIC')
         col.operator("sinew.bake", icon='ACTION')
+        col.operator("sinew.restore_constraints", icon='CONSTRAINT_BONE')
         layout.operator("sinew.export_problem", icon='EXPORT')
 
 

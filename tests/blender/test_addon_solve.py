@@ -130,7 +130,8 @@ def test_blender_ik_constraint_and_ik_limits_need_no_sinew_setup():
     b1.ik_min_y, b1.ik_max_y = math.radians(-3), math.radians(3)
     R.activate(ob)
     assert bpy.ops.sinew.solve() == {'FINISHED'}
-    assert con.mute, "the replaced Blender IK constraint is muted"
+    assert not con.mute, "IK Solve leaves the Blender IK constraint on"
+    con.mute = True  # measure Sinew's keyed pose alone
     assert (R.world_tail(ob, "b03") - target.location).length < TOL
     locs = R.evaluated_locals(ob)
     q2 = locs["b02"]
@@ -141,14 +142,30 @@ def test_blender_ik_constraint_and_ik_limits_need_no_sinew_setup():
     assert locs["b00"].angle < 1e-6  # chain_count 3: b00 does not move
 
 
-def test_keep_ik_constraints_option():
-    ob = R.make_chain(3)
-    target = R.add_empty("T", (0.5, 0.0, 1.2))
+def test_solve_leaves_ik_constraints_on_and_other_frames_as_they_were(capfd):
+    """IK Solve at one frame keys that frame only and mutes nothing: at every other frame
+    Blender's IK still acts, and a later Bake still finds its goals."""
+    scene = bpy.context.scene
+    ob = R.make_chain(3, roll_step=0.2)
+    t = R.add_empty("T")
+    R.key_locations(t, {1: (0.5, 0.0, 1.2), 20: (-0.4, 0.3, 1.1)})
     con = ob.pose.bones["b02"].constraints.new('IK')
-    con.target = target
+    con.target = t
     R.activate(ob)
-    bpy.ops.sinew.solve(keep_constraints=True)
-    assert not con.mute
+    scene.frame_set(20)
+    blender_at_20 = R.world_tail(ob, "b02").copy()
+    scene.frame_set(5)
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    assert 'IK constraint(s) "IK" (bone "b02") stay on' in capfd.readouterr().out
+    assert not con.mute and con.influence == 1.0 and ob.sinew_muted == ""
+    frames, _ = R.key_frames(R.fcurve(ob, 'pose.bones["b01"].rotation_quaternion', 0))
+    assert list(frames) == [5.0]
+    for f in (1, 12, 20):  # Blender's IK still takes the chain to the target everywhere
+        scene.frame_set(f)
+        assert (R.world_tail(ob, "b02") - R.world_location(t)).length < 5e-3, f
+    scene.frame_set(20)
+    assert (R.world_tail(ob, "b02") - blender_at_20).length < 5e-3
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=20) == {'FINISHED'}
 
 
 def test_muted_and_zero_influence_constraints_are_skipped():

@@ -1,0 +1,209 @@
+"""What bakes do to actions and constraints: Restore IK Constraints, the "no IK goals" report,
+NLA tweak mode, bakes that replace their own action instead of piling up, negative frames."""
+
+import bpy
+import pytest
+
+import sinew_rigs as R
+
+
+def _ik_chain(n=4, target_keys=None):
+    ob = R.make_chain(n, roll_step=0.2)
+    t = R.add_empty("T")
+    R.key_locations(t, target_keys or {1: (0.5, 0.0, 1.4), 20: (-0.4, 0.3, 1.3)})
+    con = ob.pose.bones[f"b{n - 1:02d}"].constraints.new('IK')
+    con.target, con.chain_count = t, 3
+    R.activate(ob)
+    return ob, t, con
+
+
+def _pre_animate(ob, frames=(1, 10, 20)):
+    for f in frames:
+        pb = ob.pose.bones["b00"]
+        pb.rotation_quaternion = (1.0, 0.02 * f, 0.0, 0.0)
+        pb.keyframe_insert("rotation_quaternion", frame=f, group=pb.name)
+    return ob.animation_data.action
+
+
+# -- Restore IK Constraints and the "no IK goals" report ------------------------------------
+
+
+def test_restore_unmutes_exactly_what_the_bake_muted(capfd):
+    ob, t, con = _ik_chain()
+    user_muted = ob.pose.bones["b01"].constraints.new('IK')  # muted by the user: not Sinew's to restore
+    user_muted.target, user_muted.mute = t, True
+    assert not bpy.ops.sinew.restore_constraints.poll()  # nothing muted by Sinew yet
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=20) == {'FINISHED'}
+    assert con.mute and user_muted.mute
+    assert bpy.ops.sinew.restore_constraints.poll()
+    assert bpy.ops.sinew.restore_constraints() == {'FINISHED'}
+    assert 'turned 1 IK constraint(s) back on: "IK" (b03)' in capfd.readouterr().out
+    assert not con.mute
+    assert user_muted.mute  # the user's own mute stays
+    assert ob.sinew_muted == "" and not bpy.ops.sinew.restore_constraints.poll()
+    # Blender's IK works again at every frame.
+    for f in (1, 20):
+        bpy.context.scene.frame_set(f)
+        assert (R.world_tail(ob, "b03") - R.world_location(t)).length < 5e-3
+
+
+def test_restore_puts_back_the_influence_where_mute_is_driven():
+    ob, t, con = _ik_chain()
+    con.influence = 0.8
+    d = con.driver_add("mute").driver
+    d.type, d.expression = 'SCRIPTED', "0"
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=5) == {'FINISHED'}
+    assert con.influence == 0.0
+    assert bpy.ops.sinew.restore_constraints() == {'FINISHED'}
+    assert con.influence == pytest.approx(0.8)
+
+
+def test_restore_is_in_the_pose_menu_and_the_sidebar(addon):
+    assert "SINEW_OT_restore_constraints" in dir(bpy.types)
+    import inspect
+
+    assert "restore_constraints" in inspect.getsource(addon.operators.menu_pose)
+    assert "restore_constraints" in inspect.getsource(addon.ui.VIEW3D_PT_sinew.draw)
+
+
+def test_rebake_after_a_bake_names_the_constraints_it_muted():
+    ob, t, con = _ik_chain()
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=20) == {'FINISHED'}
+    with pytest.raises(RuntimeError, match=r'"IK" \(bone "b03"\) were muted by a Sinew bake: Restore IK Constraints'):
+        bpy.ops.sinew.bake(frame_start=1, frame_end=20)
+    bpy.ops.sinew.restore_constraints()
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=20) == {'FINISHED'}
+
+
+def test_no_goals_names_the_constraints_the_user_muted():
+    ob, t, con = _ik_chain()
+    con.mute = True
+    with pytest.raises(RuntimeError, match=r'"IK" \(bone "b03"\) are muted or have no influence'):
+        bpy.ops.sinew.solve()
+
+
+# -- NLA tweak mode -------------------------------------------------------------------------
+
+
+def _tweaked(ob):
+    act = _pre_animate(ob)
+    ad = ob.animation_data
+    track = ad.nla_tracks.new()
+    strip = track.strips.new("Walk", 5, act)
+    ad.action = None
+    track.select = strip.select = True
+    ad.use_tweak_mode = True
+    assert ad.use_tweak_mode and ad.action == act
+    return act, strip
+
+
+def test_bake_in_nla_tweak_mode_is_refused_and_leaves_nothing_behind():
+    scene = bpy.context.scene
+    ob, t, con = _ik_chain()
+    act, strip = _tweaked(ob)
+    scene.frame_set(7)
+    names = sorted(a.name for a in bpy.data.actions)
+    before, snap = R.action_snapshot(act), R.pose_snapshot(ob)
+    for new_action in (True, False):
+        with pytest.raises(RuntimeError, match=rf'"Chain" is in NLA tweak mode \(editing action "{act.name}" '
+                                               r'in an NLA strip\).*Leave tweak mode'):
+            bpy.ops.sinew.bake(frame_start=1, frame_end=20, new_action=new_action)
+        assert sorted(a.name for a in bpy.data.actions) == names
+        assert not act.use_fake_user and ob.animation_data.use_tweak_mode
+        assert R.same_snapshot(R.action_snapshot(act), before)
+        assert R.pose_snapshot(ob) == snap and not con.mute and scene.frame_current == 7
+
+
+# -- Bakes do not pile up; the user's action is kept once -----------------------------------
+
+
+def test_second_bake_replaces_the_first_bakes_action():
+    ob, t, con = _ik_chain()
+    original = _pre_animate(ob)
+    n_actions = len(bpy.data.actions)
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=20, keep_constraints=True) == {'FINISHED'}
+    first = ob.animation_data.action
+    assert first != original and first.name == "Chain_Sinew"
+    assert original.use_fake_user and first.sinew_original == original
+    assert not first.use_fake_user
+    assert len(bpy.data.actions) == n_actions + 1
+    # Move the target and bake again, twice: the same action gets the new keys.
+    R.key_locations(t, {20: (0.1, -0.5, 1.2)})
+    for _ in range(2):
+        assert bpy.ops.sinew.bake(frame_start=1, frame_end=20, keep_constraints=True) == {'FINISHED'}
+        assert ob.animation_data.action == first and first.name == "Chain_Sinew"
+        assert len(bpy.data.actions) == n_actions + 1
+        assert not first.use_fake_user and original.use_fake_user
+    con.mute = True  # Sinew's keys alone reach the new target
+    bpy.context.scene.frame_set(20)
+    assert (R.world_tail(ob, "b03") - R.world_location(t)).length < 1e-3
+    # The user's original action kept its keys (b00 is not in the chain: chain_count 3).
+    frames, _ = R.key_frames(R.fcurve(ob, 'pose.bones["b00"].rotation_quaternion', 1))
+    assert list(frames) == [1.0, 10.0, 20.0]
+
+
+def test_a_shared_or_protected_bake_action_is_not_baked_over():
+    ob, t, con = _ik_chain()
+    _pre_animate(ob)
+    bpy.ops.sinew.bake(frame_start=1, frame_end=20, keep_constraints=True)
+    first = ob.animation_data.action
+    first.use_fake_user = True  # the user chose to keep it
+    snap = R.action_snapshot(first)
+    bpy.ops.sinew.bake(frame_start=1, frame_end=10, keep_constraints=True)
+    second = ob.animation_data.action
+    assert second != first and R.same_snapshot(R.action_snapshot(first), snap)
+    assert second.sinew_original == first.sinew_original
+
+
+def test_negative_frames_bake():
+    scene = bpy.context.scene
+    ob, t, con = _ik_chain(target_keys={-30: (0.5, 0.0, 1.4), -10: (-0.4, 0.3, 1.3), 5: (0.2, 0.4, 1.5)})
+    scene.frame_set(3)
+    assert bpy.ops.sinew.bake(frame_start=-30, frame_end=5) == {'FINISHED'}
+    assert scene.frame_current == 3
+    frames, _ = R.key_frames(R.fcurve(ob, 'pose.bones["b02"].rotation_quaternion', 0))
+    assert list(frames) == [float(f) for f in range(-30, 6)]
+    for f in (-30, -17, -1, 5):
+        scene.frame_set(f)
+        assert (R.world_tail(ob, "b03") - R.world_location(t)).length < 1e-3, f
+
+
+def test_a_bake_that_fails_while_writing_leaves_the_scene_as_it_was(addon, monkeypatch):
+    """A failure after the keys went in (here: muting the constraints) is reported, not raised as
+    a traceback, and the action assignment, fake users, keys, mutes, pose and frame are put back."""
+    scene = bpy.context.scene
+    ob, t, con = _ik_chain()
+    prev = _pre_animate(ob)
+    scene.frame_set(4)
+    names = sorted(a.name for a in bpy.data.actions)
+    before, snap = R.action_snapshot(prev), R.pose_snapshot(ob)
+
+    def broken(*_args, **_kw):
+        raise ValueError("simulated failure while muting")
+
+    monkeypatch.setattr(addon.keys, "mute_constraints", broken)
+    with pytest.raises(RuntimeError, match=r"Sinew failed: ValueError\('simulated failure while muting'\); "
+                                           "nothing was changed"):
+        bpy.ops.sinew.bake(frame_start=1, frame_end=20)
+    assert sorted(a.name for a in bpy.data.actions) == names
+    assert ob.animation_data.action == prev and not prev.use_fake_user
+    assert R.same_snapshot(R.action_snapshot(prev), before)
+    assert R.pose_snapshot(ob) == snap and scene.frame_current == 4
+    assert not con.mute and ob.sinew_muted == ""
+
+
+def test_solve_in_nla_tweak_mode_keys_the_tweaked_action_at_the_mapped_frame(capfd):
+    """IK Solve keys through Blender's keyframe_insert, which maps scene time into the tweaked
+    strip's action: the strip starts at frame 5 and its action at frame 1."""
+    scene = bpy.context.scene
+    ob, t, con = _ik_chain()
+    act, strip = _tweaked(ob)
+    n_actions = len(bpy.data.actions)
+    scene.frame_set(12)
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    assert "goal(s) reached" in capfd.readouterr().out
+    assert ob.animation_data.action == act and len(bpy.data.actions) == n_actions
+    cb = act.layers[0].strips[0].channelbag(ob.animation_data.action_slot)
+    frames, _ = R.key_frames(cb.fcurves.find('pose.bones["b02"].rotation_quaternion', index=0))
+    assert list(frames) == [8.0]  # scene frame 12 in the strip's action time
+    assert (R.world_tail(ob, "b03") - R.world_location(t)).length < 1e-3

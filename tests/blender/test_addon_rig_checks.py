@@ -1,0 +1,292 @@
+"""Bone relations Sinew cannot model are refused; what Blender evaluates after writing is what is
+reported (never "reached" when Blender's pose misses); iTaSC rigs are said to be solved by Sinew;
+bad input gets a clear report or a correct result."""
+
+import math
+import time
+
+import bpy
+import numpy as np
+import pytest
+from mathutils import Quaternion, Vector
+
+import sinew_rigs as R
+
+TOL = 1e-3
+
+
+def _unconnect(ob, bone):
+    bpy.ops.object.mode_set(mode='EDIT')
+    ob.data.edit_bones[bone].use_connect = False
+    bpy.ops.object.mode_set(mode='OBJECT')
+
+
+# -- Item 5: relations ----------------------------------------------------------------------
+
+
+def test_local_location_off_with_a_pose_location_is_refused():
+    ob = R.make_chain(4, roll_step=0.4)
+    _unconnect(ob, "b02")
+    ob.data.bones["b02"].use_local_location = False
+    ob.pose.bones["b02"].location = (0.05, 0.1, 0.0)
+    t = R.add_empty("T", (0.5, 0.2, 1.4))
+    R.set_goal(ob, "b03", t)
+    R.activate(ob)
+    snap = R.pose_snapshot(ob)
+    for op in (bpy.ops.sinew.solve, bpy.ops.sinew.bake):
+        with pytest.raises(RuntimeError, match=r'Bone "b02": Local Location is off .* pose location'):
+            op()
+        assert R.pose_snapshot(ob) == snap and ob.animation_data is None
+    # Without a pose location the setting does not matter: solved, and Blender's pose reaches.
+    ob.pose.bones["b02"].location = (0, 0, 0)
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    assert (R.world_tail(ob, "b03") - t.location).length < TOL
+
+
+def test_inherit_rotation_off_inside_a_chain_is_refused():
+    ob = R.make_chain(4, roll_step=0.4)
+    ob.data.bones["b02"].use_inherit_rotation = False
+    t = R.add_empty("T", (0.5, 0.2, 1.4))
+    R.set_goal(ob, "b03", t)  # moves b00..b03: b02's parent moves
+    R.activate(ob)
+    with pytest.raises(RuntimeError, match=r'Bone "b02": Inherit Rotation is off .*"b02" is its top bone'):
+        bpy.ops.sinew.solve()
+    assert ob.animation_data is None
+
+
+def test_inherit_rotation_off_on_a_chains_top_bone_is_solved_exactly(capfd):
+    """b02 is the top of the chain (chain length 2) and does not inherit its posed parents'
+    rotation: Blender's hinge, modelled in reading the rig."""
+    ob = R.make_chain(4, roll_step=0.4)
+    ob.data.bones["b02"].use_inherit_rotation = False
+    ob.pose.bones["b00"].rotation_quaternion = Quaternion((1, 0, 0.3), 0.5)
+    ob.pose.bones["b01"].rotation_quaternion = Quaternion((0, 1, 1), 0.4)
+    bpy.context.view_layer.update()
+    head = R.world_head(ob, "b02")
+    t = R.add_empty("T", head + Vector((0.45, 0.3, 0.5)))
+    R.set_goal(ob, "b03", t, chain_length=2)
+    R.activate(ob)
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    assert "Sinew: 1 goal(s) reached" in capfd.readouterr().out
+    assert (R.world_tail(ob, "b03") - t.location).length < TOL
+
+
+def test_a_constraint_acting_on_top_is_reported_as_the_real_miss(capfd):
+    """Sinew's solution reaches, but a Limit Rotation on a chain bone changes what Blender shows:
+    the report gives Blender's miss, never "reached"."""
+    ob = R.make_chain(4, roll_step=0.2)
+    c = ob.pose.bones["b01"].constraints.new('LIMIT_ROTATION')
+    c.use_limit_x = c.use_limit_z = True  # b01 may not swing at all
+    t = R.add_empty("T", (0.6, 0.2, 1.3))
+    R.set_goal(ob, "b03", t)
+    R.activate(ob)
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    out = capfd.readouterr().out
+    miss = (R.world_tail(ob, "b03") - t.location).length
+    assert miss > 0.01
+    assert "goal(s) reached" not in out
+    assert f'1 of 1 goal(s) not reached in Blender\'s evaluated pose (bone "b03" misses its target by {miss:.4g}' \
+        in out.replace(f"{miss:.6g}", f"{miss:.4g}")
+    assert "Sinew's solution comes closer" in out
+    # The bake says so too, frame by frame.
+    R.key_locations(t, {1: (0.6, 0.2, 1.3), 10: (0.4, -0.3, 1.4)})
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=10) == {'FINISHED'}
+    out = capfd.readouterr().out
+    assert "Blender's evaluated pose misses targets at 10 of the 10 checked frames" in out
+    assert 'bone "b03"' in out
+
+
+def test_bake_reports_blenders_pose_checked_when_all_is_well(capfd, addon):
+    ob = R.make_chain(4)
+    t = R.add_empty("T")
+    R.key_locations(t, {1: (0.5, 0.2, 1.4), 60: (-0.3, 0.4, 1.5)})
+    R.set_goal(ob, "b03", t)
+    R.activate(ob)
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=60) == {'FINISHED'}
+    out = capfd.readouterr().out
+    assert "Blender's evaluated pose checked at 25 frames" in out and "misses targets" not in out
+
+
+# -- Item 6: iTaSC ----------------------------------------------------------------------------
+
+
+def test_itasc_rig_is_solved_by_sinew_and_the_report_says_so(capfd):
+    ob = R.make_chain(4, roll_step=0.2)
+    ob.pose.ik_solver = 'ITASC'
+    ob.pose.ik_param.iterations = 7
+    t = R.add_empty("T", (0.5, 0.2, 1.4))
+    con = ob.pose.bones["b03"].constraints.new('IK')
+    con.target, con.chain_count = t, 3
+    R.activate(ob)
+    assert bpy.ops.sinew.solve(max_iterations=50) == {'FINISHED'}
+    out = capfd.readouterr().out
+    assert ('Armature "Chain" is set to the iTaSC IK solver; Sinew solved it with its own solver '
+            "(FABRIK, 50 iterations, tolerance 0.0001, root pinned)") in out
+    assert "7 iterations) and its per-constraint weights were not used" in out
+    con.mute = True
+    assert (R.world_tail(ob, "b03") - t.location).length < TOL  # Sinew's keyed pose alone reaches
+    con.mute = False
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=3) == {'FINISHED'}
+    assert "is set to the iTaSC IK solver" in capfd.readouterr().out
+
+
+def test_itasc_distance_constraint_is_refused():
+    ob = R.make_chain(3)
+    ob.pose.ik_solver = 'ITASC'
+    con = ob.pose.bones["b02"].constraints.new('IK')
+    con.target = R.add_empty("T", (0.5, 0.2, 1.0))
+    con.ik_type = 'DISTANCE'
+    R.activate(ob)
+    with pytest.raises(RuntimeError, match=r'Bone "b02": IK constraint "IK" is an iTaSC Distance constraint'):
+        bpy.ops.sinew.solve()
+
+
+# -- Item 7: bad input ------------------------------------------------------------------------
+
+
+def test_target_deleted_from_the_scene_is_reported():
+    ob = R.make_chain(3)
+    t = R.add_empty("T", (0.5, 0.0, 1.2))
+    R.set_goal(ob, "b02", t)
+    R.activate(t)
+    assert bpy.ops.object.delete() == {'FINISHED'}
+    assert ob.pose.bones["b02"].sinew.target is not None  # Sinew's pointer keeps the object alive
+    R.activate(ob)
+    for op in (bpy.ops.sinew.solve, bpy.ops.sinew.bake):
+        with pytest.raises(RuntimeError, match=r'Bone "b02": Sinew goal target "T" was deleted from the scene'):
+            op()
+    assert ob.animation_data is None
+
+
+def test_nan_targets():
+    """A driver that returns NaN: Blender refuses the value (the channel keeps a finite one), and
+    Sinew solves to the target where Blender shows it. A NaN that does reach the target (a keyed
+    NaN) is reported with the bone, the target and the frame."""
+    scene = bpy.context.scene
+    ob = R.make_chain(3)
+    t = R.add_empty("T", (0.4, 0.1, 1.2))
+    fc = t.driver_add("location", 0)
+    fc.driver.type, fc.driver.expression = 'SCRIPTED', "float('nan')"
+    R.set_goal(ob, "b02", t)
+    R.activate(ob)
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    assert all(math.isfinite(v) for v in R.world_location(t))
+    assert (R.world_tail(ob, "b02") - R.world_location(t)).length < TOL
+    t.driver_remove("location", 0)
+    u = R.add_empty("U")
+    R.key_locations(u, {1: (0.4, 0.1, 1.2), 5: (0.3, 0.2, 1.1), 9: (0.2, 0.0, 1.3)})
+    kp = u.animation_data.action.layers[0].strips[0].channelbag(u.animation_data.action_slot).fcurves[1].keyframe_points
+    kp[1].co.y = float("nan")  # frame 5's Y
+    ob.pose.bones["b02"].sinew.target = u
+    scene.frame_set(5)
+    with pytest.raises(RuntimeError, match=r'Bone "b02": the target "U" has a non-finite position or rotation '
+                                           r"\(NaN or infinity\) at frame 5"):
+        bpy.ops.sinew.solve()
+    scene.frame_set(1)
+    snap = R.pose_snapshot(ob)
+    with pytest.raises(RuntimeError, match=r'the target "U" has a non-finite .* at frame [2-8]'):
+        bpy.ops.sinew.bake(frame_start=1, frame_end=9)
+    assert R.pose_snapshot(ob) == snap and scene.frame_current == 1
+    assert not any(a.name.endswith("_Sinew") for a in bpy.data.actions)
+
+
+def test_zero_length_bone_in_a_chain():
+    """Blender keeps a bone whose head and tail meet as a tiny one (about 2e-6): it is solved."""
+    ob = R.make_chain(4)
+    bpy.ops.object.mode_set(mode='EDIT')
+    eb = ob.data.edit_bones["b02"]
+    eb.tail = eb.head
+    bpy.ops.object.mode_set(mode='OBJECT')
+    assert ob.data.bones["b02"].length < 1e-5
+    t = R.add_empty("T", (0.4, 0.2, 1.2))
+    R.set_goal(ob, "b03", t)
+    R.activate(ob)
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    assert (R.world_tail(ob, "b03") - t.location).length < TOL
+
+
+def test_500_bone_rig_with_24_goals(capfd):
+    ob = R._new_armature("Big")
+    bpy.ops.object.mode_set(mode='EDIT')
+    eds = ob.data.edit_bones
+    root = eds.new("root")
+    root.head, root.tail = (0, 0, 0), (0, 0, 0.2)
+    tips, n = [], 1
+    for c in range(24):
+        a = 2 * math.pi * c / 24
+        d = Vector((math.cos(a), math.sin(a), 0.3)).normalized() * 0.1
+        p, head = root, Vector(root.tail)
+        for i in range(20):
+            eb = eds.new(f"c{c:02d}_{i:02d}")
+            eb.head, eb.tail, eb.parent, eb.use_connect = head, head + d, p, True
+            p, head, n = eb, head + d, n + 1
+        tips.append(p.name)
+    for i in range(500 - n):  # bones no goal moves
+        eb = eds.new(f"x{i:02d}")
+        eb.head, eb.tail, eb.parent = (0, 0, -0.1 * i), (0, 0, -0.1 * i - 0.1), root
+    bpy.ops.object.mode_set(mode='OBJECT')
+    assert len(ob.data.bones) == 500
+    targets = []
+    for k, tip in enumerate(tips):
+        top = R.world_head(ob, ob.pose.bones[tip].parent_recursive[6].name)  # chain length 8
+        end = R.world_tail(ob, tip)
+        base = top + 0.85 * (end - top)
+        t = R.add_empty(f"T{k:02d}")
+        R.key_locations(t, {1: tuple(base + Vector((0, 0, 0.15))), 20: tuple(base + Vector((0, 0.1, -0.12)))})
+        R.set_goal(ob, tip, t, chain_length=8)
+        targets.append(t)
+    R.activate(ob)
+    t0 = time.perf_counter()
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    solve_s = time.perf_counter() - t0
+    assert "Sinew: 24 goal(s) reached" in capfd.readouterr().out
+    t0 = time.perf_counter()
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=20) == {'FINISHED'}
+    bake_s = time.perf_counter() - t0
+    out = capfd.readouterr().out
+    assert "Sinew baked 20 frames" in out and "not reached" not in out and "misses targets" not in out
+    for f in (1, 10, 20):
+        bpy.context.scene.frame_set(f)
+        worst = max((R.world_tail(ob, tip) - R.world_location(t)).length for tip, t in zip(tips, targets))
+        assert worst < TOL, f
+    assert solve_s < 2.0 and bake_s < 5.0, (solve_s, bake_s)  # measured here: ~0.01 s and ~0.05 s
+
+
+@pytest.mark.parametrize("scale", [(1.0, 2.0, 0.5), (-1.0, 1.0, 1.0), (0.5, -2.0, 1.5)])
+def test_non_uniform_and_negative_object_scale(scale):
+    """Positions and poles map affinely between world and armature space, so the chain reaches
+    its world-space target at any object scale."""
+    ob = R.make_chain(4, roll_step=0.3)
+    ob.location, ob.rotation_euler, ob.scale = (0.3, 0.2, 0.1), (0.2, 0.1, 0.5), scale
+    bpy.context.view_layer.update()
+    t = R.add_empty("T", ob.matrix_world @ Vector((0.5, 0.3, 1.4)))
+    pole = R.add_empty("P", ob.matrix_world @ Vector((0.0, -2.0, 1.0)))
+    R.set_goal(ob, "b03", t, pole_target=pole)
+    R.activate(ob)
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    assert (R.world_tail(ob, "b03") - t.location).length < TOL * max(abs(v) for v in scale)
+
+
+@pytest.mark.parametrize("scale, why", [((-1.0, 1.0, 1.0), "is mirrored relative to the armature"),
+                                        ((1.0, 2.0, 0.5), "is sheared in armature space")])
+def test_rotation_goal_under_a_mirroring_or_shearing_scale_is_refused(scale, why):
+    ob = R.make_chain(4, roll_step=0.3)
+    ob.scale = scale
+    bpy.context.view_layer.update()
+    t = R.add_empty("T", ob.matrix_world @ Vector((0.5, 0.3, 1.4)))
+    t.rotation_euler = (0.3, 0.2, 0.1)
+    R.set_goal(ob, "b03", t, use_orientation=True)
+    R.activate(ob)
+    with pytest.raises(RuntimeError, match=rf'Bone "b03": the rotation target "T" {why}'):
+        bpy.ops.sinew.solve()
+    assert ob.animation_data is None
+
+
+def test_zero_object_scale_is_reported():
+    ob = R.make_chain(3)
+    ob.scale = (1.0, 0.0, 1.0)
+    R.set_goal(ob, "b02", R.add_empty("T", (0.5, 0.0, 1.2)))
+    R.activate(ob)
+    with pytest.raises(RuntimeError, match=r'Armature "Chain" has a zero or non-finite scale'):
+        bpy.ops.sinew.solve()
+    assert ob.animation_data is None
