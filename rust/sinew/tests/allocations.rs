@@ -70,6 +70,7 @@ fn warm_started_tracking_allocates_only_the_solution() {
                 pose = sol.pose;
             }
         }
-        assert!(worst <= 2, "{file} with {}: a solve made {worst} allocations", method.name());
+        // The solution: its pose's rotations, its residuals and its orientation residuals.
+        assert!(worst <= 3, "{file} with {}: a solve made {worst} allocations", method.name());
     }
 }

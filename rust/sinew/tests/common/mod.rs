@@ -218,8 +218,16 @@ pub fn check_solution(
             return Err(format!("goal {gi}: reported residual {:e} but Rig::forward gives {d:e}", sol.residuals[gi]));
         }
     }
-    if sol.reached != sol.residuals.iter().all(|&r| r <= tolerance) {
-        return Err(format!("reached = {} but residuals {:?} vs tolerance {tolerance}", sol.reached, sol.residuals));
+    // Reached: every goal's distance within the tolerance, and its orientation within the
+    // tolerance over its chain's reach (`Problem::goal_met`).
+    let met = (0..problem.goals().len()).all(|gi| problem.goal_met(gi, &lib, tolerance));
+    if sol.reached != met || (met && !sol.residuals.iter().all(|&r| r <= tolerance)) {
+        return Err(format!("reached = {} but residuals {:?} / {:?} vs tolerance {tolerance}", sol.reached, sol.residuals, sol.orientation_residuals));
+    }
+    for (gi, &angle) in sol.orientation_residuals.iter().enumerate() {
+        if (angle - problem.goal_errors(gi, &lib).1).abs() > 1e-12 {
+            return Err(format!("goal {gi}: reported orientation residual {angle:e} but FK gives {:e}", problem.goal_errors(gi, &lib).1));
+        }
     }
     Ok(())
 }
