@@ -216,8 +216,9 @@ pub fn rescaled_quat(q: DQuat) -> DQuat {
         return q;
     }
     // 2^-e with 2^(e-1) <= m < 2^e; m > 1e150 keeps e well inside f64's exponent range.
+    // Two factors: 2^-1024 alone would be computed as 1 / 2^1024 = 1 / inf = 0.
     let e = m.log2().floor() as i32 + 1;
-    q * 2f64.powi(-e)
+    q * 2f64.powi(-(e / 2)) * 2f64.powi(-(e - e / 2))
 }
 
 /// The largest magnitude among `q`'s components.
