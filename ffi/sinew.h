@@ -127,7 +127,9 @@ enum sinew_status
    */
   SINEW_STATUS_INVALID_SETTING = 12,
   /**
-   * A number that must be finite is NaN or infinite.
+   * A number that must be finite is NaN or infinite, or is beyond the magnitude Sinew
+   * supports for it (positions and bone lengths up to 1e12 rig units), or a solve produced a
+   * non-finite number (a bug, reported rather than returned).
    */
   SINEW_STATUS_NON_FINITE = 13,
   /**
@@ -383,7 +385,8 @@ typedef struct sinew_solve_info {
    */
   size_t goal_count;
   /**
-   * The largest residual (0 without goals).
+   * The largest residual (0 without goals; NaN if some residual is NaN, which a successful
+   * solve never returns).
    */
   double worst_residual;
 } sinew_solve_info;
@@ -440,8 +443,11 @@ const char *sinew_status_name(uint32_t status);
  * Every bone starts with no limit. On success `*out_rig` receives a new rig the caller must
  * free with `sinew_rig_free`; on failure it is set to NULL.
  *
+ * Every length is checked against the others before any array is read.
+ *
  * Errors: `NULL_ARGUMENT`, `MISALIGNED_POINTER`, `SHAPE_MISMATCH` (a length other than N, 16·N,
- * N), `INVALID_ARGUMENT` (a name that is not UTF-8), `INVALID_RIG`, `NON_FINITE`.
+ * N), `INVALID_ARGUMENT` (a name that is not UTF-8, or a length too large to copy),
+ * `INVALID_RIG`, `NON_FINITE` (also a position or length beyond 1e12 rig units).
  */
 sinew_status sinew_rig_new(const char *const *names,
                            size_t names_len,
@@ -462,7 +468,8 @@ sinew_status sinew_rig_new(const char *const *names,
  *
  * Errors: `NULL_ARGUMENT`, `INVALID_ARGUMENT` (not UTF-8), `PARSE_ERROR` (with line and column
  * in the message), `UNKNOWN_BONE`, `LIMIT_OUT_OF_RANGE`, `INVALID_RIG`, `INVALID_GOAL`,
- * `INVALID_SETTING`, `NON_FINITE`.
+ * `INVALID_SETTING`, `NON_FINITE`, `SHAPE_MISMATCH` (a start pose with the wrong number of
+ * rotations).
  */
 sinew_status sinew_rig_from_json(const char *json,
                                  struct sinew_rig **out_rig);
@@ -683,7 +690,8 @@ sinew_status sinew_problem_goal_count(const struct sinew_problem *problem,
  * On error the problem is unchanged.
  *
  * Errors: `NULL_ARGUMENT`, `MISALIGNED_POINTER`, `INVALID_ARGUMENT` (a flag other than 0 or 1),
- * `INVALID_GOAL` (bone out of range, non-finite target, zero orientation, weight ≤ 0, ...).
+ * `INVALID_GOAL` (bone out of range, non-finite target, zero orientation, weight outside
+ * [1e-12, 1e12], a target or pole beyond 1e12 rig units, more than 256 goals, ...).
  */
 sinew_status sinew_problem_add_goal(struct sinew_problem *problem,
                                     const struct sinew_goal *goal,
@@ -813,7 +821,8 @@ sinew_status sinew_solver_set_settings(struct sinew_solver *solver,
  * `out_info->reached` and `stop_reason`. Read the pose with `sinew_solver_rotations`.
  *
  * Errors: `NULL_ARGUMENT`, `MISALIGNED_POINTER`, `SHAPE_MISMATCH` (`start_rotations_len` ≠
- * 4·N), `NON_FINITE` (a NaN or zero start quaternion, a NaN translation).
+ * 4·N), `NON_FINITE` (a NaN or zero start quaternion, a NaN translation or one beyond 1e12 rig
+ * units, or a result that is not finite: a bug, never returned as a success).
  */
 sinew_status sinew_solver_solve(struct sinew_solver *solver,
                                 const struct sinew_problem *problem,
@@ -877,12 +886,16 @@ sinew_status sinew_solver_info(const struct sinew_solver *solver,
  * - `out_residuals`: ≥ F·G doubles (may be NULL when G = 0);
  * - `out_infos`: NULL, or ≥ F `sinew_solve_info`.
  *
- * Every input and buffer length is checked before the first frame is solved, so on error no
- * output has been written.
+ * Every input and buffer length is checked before any array is read, and every input before the
+ * first frame is solved, so on such an error no output has been written. Orientations and pole
+ * targets of goals that have none are ignored, whatever they hold (NaN, zero). Should a frame's
+ * result hold a non-finite number (a bug), `NON_FINITE` is returned and that frame and the
+ * frames after it are not written.
  *
  * Errors: `NULL_ARGUMENT`, `MISALIGNED_POINTER`, `SHAPE_MISMATCH` (an input length),
- * `BUFFER_TOO_SMALL` (an output length), `INVALID_GOAL` (a non-finite target), `NON_FINITE`,
- * `INVALID_ARGUMENT` (sizes that overflow).
+ * `BUFFER_TOO_SMALL` (an output length), `INVALID_GOAL` (a non-finite target, or a target or
+ * pole beyond 1e12 rig units), `NON_FINITE`, `INVALID_ARGUMENT` (sizes that overflow or cannot
+ * be allocated).
  */
 sinew_status sinew_solver_solve_sequence(struct sinew_solver *solver,
                                          const struct sinew_problem *problem,

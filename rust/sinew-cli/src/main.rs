@@ -157,10 +157,12 @@ fn load(path: &str) -> Result<LoadedProblem, Failure> {
             file.format
         )));
     }
-    // An unknown name is reported as such (the core only says the parent is not earlier).
+    // An unknown name is reported as such (the core only says the parent is not earlier). A set
+    // keeps this linear: a scan per bone took 20 s on a 100 000-bone chain.
+    let names: std::collections::HashSet<&str> = file.bones.iter().map(|b| b.name.as_str()).collect();
     for b in &file.bones {
         if let Some(parent) = &b.parent
-            && !file.bones.iter().any(|o| &o.name == parent) {
+            && !names.contains(parent.as_str()) {
                 return Err(Failure::Problem(format!("{name}: bone \"{}\": unknown parent bone \"{parent}\"", b.name)));
             }
     }
@@ -186,6 +188,8 @@ fn solve(args: &SolveArgs) -> Result<(), Failure> {
     }
     let mut solver = method.solver(settings).map_err(|e| Failure::Usage(e.to_string()))?;
     let solution = solver.solve(&lp.problem, &lp.pose).map_err(|e| Failure::Problem(format!("{}: {e}", args.path)))?;
+    // Never print a non-finite number (serde_json would write `null`).
+    sinew::format::check_solution_finite(&solution).map_err(|e| Failure::Problem(format!("{}: {e}", args.path)))?;
     let file = SolutionFile::new(lp.problem.rig(), method, &solution);
     let value = serde_json::to_value(&file).map_err(|e| Failure::Problem(format!("cannot write JSON: {e}")))?;
     let text = pretty(&value);

@@ -70,9 +70,27 @@ pub(crate) unsafe fn copy_slice<T: Copy>(p: *const T, len: usize, what: &str) ->
     }
     check_ptr(p, what)?;
     check_len::<T>(len, what)?;
+    // The copy's memory is asked for without aborting on failure: a length the caller's buffer
+    // cannot really hold is then an error, not the end of the host process.
+    let mut out = Vec::new();
+    out.try_reserve_exact(len).map_err(|_| {
+        FfiError::new(
+            sinew_status::InvalidArgument,
+            format!("{what}: length {len} is too large ({} bytes cannot be allocated)", len.saturating_mul(std::mem::size_of::<T>())),
+        )
+    })?;
     // SAFETY: non-NULL, aligned, size fits isize (checked); `len` initialised elements by contract.
     // The slice is copied at once and not kept, so an output buffer of the same call may alias it.
-    Ok(unsafe { std::slice::from_raw_parts(p, len) }.to_vec())
+    out.extend_from_slice(unsafe { std::slice::from_raw_parts(p, len) });
+    Ok(out)
+}
+
+/// Checks that an input array's length is exactly `expected` (before anything reads it).
+pub(crate) fn check_len_eq(len: usize, expected: usize, what: &str) -> FfiResult<()> {
+    if len != expected {
+        return Err(FfiError::new(sinew_status::ShapeMismatch, format!("{what}: expected {expected} elements, got {len}")));
+    }
+    Ok(())
 }
 
 /// Like [`copy_slice`] but requires exactly `expected` elements.
@@ -80,12 +98,7 @@ pub(crate) unsafe fn copy_slice<T: Copy>(p: *const T, len: usize, what: &str) ->
 /// # Safety
 /// As [`copy_slice`].
 pub(crate) unsafe fn copy_exact<T: Copy>(p: *const T, len: usize, expected: usize, what: &str) -> FfiResult<Vec<T>> {
-    if len != expected {
-        return Err(FfiError::new(
-            sinew_status::ShapeMismatch,
-            format!("{what}: expected {expected} elements, got {len}"),
-        ));
-    }
+    check_len_eq(len, expected, what)?;
     // SAFETY: forwarded contract.
     unsafe { copy_slice(p, len, what) }
 }
@@ -192,9 +205,10 @@ pub(crate) fn vec3(a: [f64; 3]) -> DVec3 {
     DVec3::from_array(a)
 }
 
-/// `[w, x, y, z]` to a quaternion.
+/// `[w, x, y, z]` to a quaternion, scaled exactly (by a power of two) when its components are so
+/// large that normalising it would overflow (`sinew_core::problem::rescaled_quat`).
 pub(crate) fn quat_wxyz(q: &[f64]) -> DQuat {
-    DQuat::from_xyzw(q[1], q[2], q[3], q[0])
+    sinew_core::problem::rescaled_quat(DQuat::from_xyzw(q[1], q[2], q[3], q[0]))
 }
 
 /// A quaternion to `[w, x, y, z]`.

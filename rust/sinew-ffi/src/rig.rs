@@ -84,8 +84,11 @@ pub(crate) fn clear_out<T>(out: *mut *mut T, what: &str) -> FfiResult<()> {
 /// Every bone starts with no limit. On success `*out_rig` receives a new rig the caller must
 /// free with `sinew_rig_free`; on failure it is set to NULL.
 ///
+/// Every length is checked against the others before any array is read.
+///
 /// Errors: `NULL_ARGUMENT`, `MISALIGNED_POINTER`, `SHAPE_MISMATCH` (a length other than N, 16·N,
-/// N), `INVALID_ARGUMENT` (a name that is not UTF-8), `INVALID_RIG`, `NON_FINITE`.
+/// N), `INVALID_ARGUMENT` (a name that is not UTF-8, or a length too large to copy),
+/// `INVALID_RIG`, `NON_FINITE` (also a position or length beyond 1e12 rig units).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn sinew_rig_new(
     names: *const *const c_char,
@@ -101,6 +104,11 @@ pub unsafe extern "C" fn sinew_rig_new(
     ffi_status!({
         clear_out(out_rig, "out_rig")?;
         let n = names_len;
+        // Every length against the others before any array is read: a wrong `names_len` must not
+        // be trusted to copy (or allocate) anything.
+        args::check_len_eq(parents_len, n, "parents")?;
+        args::check_len_eq(rest_matrices_len, args::mul(n, 16, "rest_matrices")?, "rest_matrices")?;
+        args::check_len_eq(lengths_len, n, "lengths")?;
         // SAFETY (all four): the caller passes each array with its length (header contract).
         let name_ptrs = unsafe { copy_slice(names, n, "names") }?;
         let parents = unsafe { copy_exact(parents, parents_len, n, "parents") }?;
@@ -128,7 +136,8 @@ pub unsafe extern "C" fn sinew_rig_new(
 ///
 /// Errors: `NULL_ARGUMENT`, `INVALID_ARGUMENT` (not UTF-8), `PARSE_ERROR` (with line and column
 /// in the message), `UNKNOWN_BONE`, `LIMIT_OUT_OF_RANGE`, `INVALID_RIG`, `INVALID_GOAL`,
-/// `INVALID_SETTING`, `NON_FINITE`.
+/// `INVALID_SETTING`, `NON_FINITE`, `SHAPE_MISMATCH` (a start pose with the wrong number of
+/// rotations).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn sinew_rig_from_json(json: *const c_char, out_rig: *mut *mut sinew_rig) -> sinew_status {
     ffi_status!({

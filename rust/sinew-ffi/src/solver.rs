@@ -127,7 +127,8 @@ pub struct sinew_solve_info {
     pub bone_count: usize,
     /// Number of goals (one residual each).
     pub goal_count: usize,
-    /// The largest residual (0 without goals).
+    /// The largest residual (0 without goals; NaN if some residual is NaN, which a successful
+    /// solve never returns).
     pub worst_residual: f64,
 }
 
@@ -139,6 +140,7 @@ impl sinew_solve_info {
             reached: s.reached,
             bone_count: s.pose.rotations.len(),
             goal_count: s.residuals.len(),
+            // NaN if some residual is NaN (the core's fold would skip it).
             worst_residual: s.worst_residual(),
         }
     }
@@ -294,22 +296,33 @@ unsafe fn start_pose(p: &sinew_problem, rotations: *const f64, rotations_len: us
     Ok(pose)
 }
 
-/// Checks per-frame orientations and poles of the goals that use them, so that a bad frame is
-/// reported before any frame is solved (the core checks targets up front itself).
-fn check_frame_inputs(p: &sinew_problem, orientations: Option<&[DQuat]>, poles: Option<&[DVec3]>) -> FfiResult<()> {
+/// Checks per-frame targets, and orientations and poles of the goals that use them, so that a
+/// bad frame is reported before any frame is solved; entries of goals without an orientation or
+/// a pole are replaced by harmless values, since the header says they are ignored (the core's
+/// sequence checks every entry).
+fn prepare_frame_inputs(p: &sinew_problem, targets: &[DVec3], orientations: Option<&mut [DQuat]>, poles: Option<&mut [DVec3]>) -> FfiResult<()> {
     let goals = p.problem.goals();
     let g = goals.len().max(1);
-    let bad = |k: usize, what: &str| {
-        FfiError::new(sinew_status::InvalidGoal, format!("goal {}: {what} at frame {} is not finite or zero", k % g, k / g))
+    let bad = |k: usize, what: &str, why: String| {
+        FfiError::new(sinew_status::InvalidGoal, format!("goal {}: {what} at frame {} {why}", k % g, k / g))
     };
-    for (k, q) in orientations.unwrap_or(&[]).iter().enumerate() {
-        if goals[k % g].orientation.is_some() && !(q.is_finite() && q.length() > 1e-9) {
-            return Err(bad(k, "orientation"));
+    for (k, t) in targets.iter().enumerate() {
+        if let Some(why) = sinew_core::rig::coordinate_problem(*t) {
+            return Err(bad(k, "target", why));
         }
     }
-    for (k, t) in poles.unwrap_or(&[]).iter().enumerate() {
-        if goals[k % g].pole.is_some() && !t.is_finite() {
-            return Err(bad(k, "pole target"));
+    for (k, q) in orientations.unwrap_or(&mut []).iter_mut().enumerate() {
+        if goals[k % g].orientation.is_none() {
+            *q = DQuat::IDENTITY;
+        } else if !(q.is_finite() && q.length() > 1e-9) {
+            return Err(bad(k, "orientation", "is not finite or zero".into()));
+        }
+    }
+    for (k, t) in poles.unwrap_or(&mut []).iter_mut().enumerate() {
+        if goals[k % g].pole.is_none() {
+            *t = DVec3::ZERO;
+        } else if let Some(why) = sinew_core::rig::coordinate_problem(*t) {
+            return Err(bad(k, "pole target", why));
         }
     }
     Ok(())
@@ -326,7 +339,8 @@ fn check_frame_inputs(p: &sinew_problem, orientations: Option<&[DQuat]>, poles: 
 /// `out_info->reached` and `stop_reason`. Read the pose with `sinew_solver_rotations`.
 ///
 /// Errors: `NULL_ARGUMENT`, `MISALIGNED_POINTER`, `SHAPE_MISMATCH` (`start_rotations_len` ≠
-/// 4·N), `NON_FINITE` (a NaN or zero start quaternion, a NaN translation).
+/// 4·N), `NON_FINITE` (a NaN or zero start quaternion, a NaN translation or one beyond 1e12 rig
+/// units, or a result that is not finite: a bug, never returned as a success).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn sinew_solver_solve(
     solver: *mut sinew_solver,
@@ -345,6 +359,8 @@ pub unsafe extern "C" fn sinew_solver_solve(
         }
         let start = unsafe { start_pose(p, start_rotations, start_rotations_len, start_root_translation) }?;
         let solution = s.solver.solve(&p.problem, &start)?;
+        // Never a non-finite number with an OK status.
+        sinew_core::format::check_solution_finite(&solution)?;
         let info = sinew_solve_info::of(&solution);
         s.last = Some(solution);
         if !out_info.is_null() {
@@ -446,12 +462,16 @@ pub unsafe extern "C" fn sinew_solver_info(solver: *const sinew_solver, out_info
 /// - `out_residuals`: ≥ F·G doubles (may be NULL when G = 0);
 /// - `out_infos`: NULL, or ≥ F `sinew_solve_info`.
 ///
-/// Every input and buffer length is checked before the first frame is solved, so on error no
-/// output has been written.
+/// Every input and buffer length is checked before any array is read, and every input before the
+/// first frame is solved, so on such an error no output has been written. Orientations and pole
+/// targets of goals that have none are ignored, whatever they hold (NaN, zero). Should a frame's
+/// result hold a non-finite number (a bug), `NON_FINITE` is returned and that frame and the
+/// frames after it are not written.
 ///
 /// Errors: `NULL_ARGUMENT`, `MISALIGNED_POINTER`, `SHAPE_MISMATCH` (an input length),
-/// `BUFFER_TOO_SMALL` (an output length), `INVALID_GOAL` (a non-finite target), `NON_FINITE`,
-/// `INVALID_ARGUMENT` (sizes that overflow).
+/// `BUFFER_TOO_SMALL` (an output length), `INVALID_GOAL` (a non-finite target, or a target or
+/// pole beyond 1e12 rig units), `NON_FINITE`, `INVALID_ARGUMENT` (sizes that overflow or cannot
+/// be allocated).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn sinew_solver_solve_sequence(
     solver: *mut sinew_solver,
@@ -484,25 +504,14 @@ pub unsafe extern "C" fn sinew_solver_solve_sequence(
         let n = p.problem.rig().len();
         let g = p.problem.goals().len();
         let fg = args::mul(frames, g, "frames × goals")?;
-        let start = unsafe { start_pose(p, start_rotations, start_rotations_len, start_root_translation) }?;
-        let targets: Vec<DVec3> = unsafe { copy_exact(targets, targets_len, args::mul(fg, 3, "targets")?, "targets") }?
-            .chunks_exact(3)
-            .map(|t| DVec3::new(t[0], t[1], t[2]))
-            .collect();
-        let orientations: Option<Vec<DQuat>> = if orientations_wxyz.is_null() {
-            None
-        } else {
-            let o = unsafe {
-                copy_exact(orientations_wxyz, orientations_wxyz_len, args::mul(fg, 4, "orientations")?, "orientations_wxyz")
-            }?;
-            Some(o.chunks_exact(4).map(args::quat_wxyz).collect())
-        };
-        let poles: Option<Vec<DVec3>> = if pole_targets.is_null() {
-            None
-        } else {
-            let o = unsafe { copy_exact(pole_targets, pole_targets_len, args::mul(fg, 3, "pole_targets")?, "pole_targets") }?;
-            Some(o.chunks_exact(3).map(|t| DVec3::new(t[0], t[1], t[2])).collect())
-        };
+        // Every length against the sizes it must have before any array is read or allocated.
+        args::check_len_eq(targets_len, args::mul(fg, 3, "targets")?, "targets")?;
+        if !orientations_wxyz.is_null() {
+            args::check_len_eq(orientations_wxyz_len, args::mul(fg, 4, "orientations")?, "orientations_wxyz")?;
+        }
+        if !pole_targets.is_null() {
+            args::check_len_eq(pole_targets_len, args::mul(fg, 3, "pole_targets")?, "pole_targets")?;
+        }
         let rot = unsafe {
             OutBuf::new(out_rotations, out_rotations_len, args::mul(args::mul(frames, n, "rotations")?, 4, "rotations")?, "out_rotations")
         }?;
@@ -515,13 +524,41 @@ pub unsafe extern "C" fn sinew_solver_solve_sequence(
         } else {
             Some(unsafe { OutBuf::new(out_infos, out_infos_len, frames, "out_infos") }?)
         };
-        check_frame_inputs(p, orientations.as_deref(), poles.as_deref())?;
+        let start = unsafe { start_pose(p, start_rotations, start_rotations_len, start_root_translation) }?;
+        let targets: Vec<DVec3> = unsafe { copy_exact(targets, targets_len, args::mul(fg, 3, "targets")?, "targets") }?
+            .chunks_exact(3)
+            .map(|t| DVec3::new(t[0], t[1], t[2]))
+            .collect();
+        let mut orientations: Option<Vec<DQuat>> = if orientations_wxyz.is_null() {
+            None
+        } else {
+            let o = unsafe {
+                copy_exact(orientations_wxyz, orientations_wxyz_len, args::mul(fg, 4, "orientations")?, "orientations_wxyz")
+            }?;
+            Some(o.chunks_exact(4).map(args::quat_wxyz).collect())
+        };
+        let mut poles: Option<Vec<DVec3>> = if pole_targets.is_null() {
+            None
+        } else {
+            let o = unsafe { copy_exact(pole_targets, pole_targets_len, args::mul(fg, 3, "pole_targets")?, "pole_targets") }?;
+            Some(o.chunks_exact(3).map(|t| DVec3::new(t[0], t[1], t[2])).collect())
+        };
+        prepare_frame_inputs(p, &targets, orientations.as_deref_mut(), poles.as_deref_mut())?;
         if frames == 0 {
             return Ok(());
         }
         let inputs = FrameTargets { targets: &targets, orientations: orientations.as_deref(), poles: poles.as_deref(), references: None };
         let mut last = None;
+        // A frame with a non-finite number (a bug) is not written, nor any frame after it.
+        let mut broken: Option<FfiError> = None;
         solve_sequence(s.solver.as_mut(), &p.problem, &start, frames, inputs, |f, sol| {
+            if broken.is_some() {
+                return;
+            }
+            if let Err(e) = sinew_core::format::check_solution_finite(sol) {
+                broken = Some(FfiError::new(sinew_status::NonFinite, format!("frame {f}: {e}")));
+                return;
+            }
             for (i, q) in sol.pose.rotations.iter().enumerate() {
                 rot.set_all((f * n + i) * 4, args::wxyz(*q));
             }
@@ -534,6 +571,9 @@ pub unsafe extern "C" fn sinew_solver_solve_sequence(
                 last = Some(sol.clone());
             }
         })?;
+        if let Some(e) = broken {
+            return Err(e);
+        }
         s.last = last;
         Ok(())
     })

@@ -44,7 +44,9 @@ pub enum sinew_status {
     InvalidGoal = 11,
     /// A solver setting is invalid (unknown method, zero iterations, tolerance not positive).
     InvalidSetting = 12,
-    /// A number that must be finite is NaN or infinite.
+    /// A number that must be finite is NaN or infinite, or is beyond the magnitude Sinew
+    /// supports for it (positions and bone lengths up to 1e12 rig units), or a solve produced a
+    /// non-finite number (a bug, reported rather than returned).
     NonFinite = 13,
     /// A result was asked of a solver that has not solved anything yet.
     NoSolution = 14,
@@ -134,7 +136,7 @@ impl From<Error> for FfiError {
             | Error::BadParent { .. }
             | Error::DuplicateName { .. }
             | Error::NotRigid { .. } => sinew_status::InvalidRig,
-            Error::NonFinite { .. } => sinew_status::NonFinite,
+            Error::NonFinite { .. } | Error::TooLarge { .. } => sinew_status::NonFinite,
             Error::UnknownBone { .. } => sinew_status::UnknownBone,
             Error::LimitOutOfRange { .. } => sinew_status::LimitOutOfRange,
             Error::BadGoal { .. } => sinew_status::InvalidGoal,

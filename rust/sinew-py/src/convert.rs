@@ -93,9 +93,24 @@ pub(crate) fn read_opt_quat(obj: Option<&Bound<'_, PyAny>>, what: &str) -> PyRes
     }
 }
 
-/// `[w, x, y, z]` (at least four values) to a quaternion.
+/// `[w, x, y, z]` (at least four values) to a quaternion, scaled exactly (by a power of two)
+/// when its components are so large that normalising it would overflow
+/// (`sinew::problem::rescaled_quat`; other quaternions are kept bit for bit).
 pub(crate) fn quat_from_wxyz(v: &[f64]) -> DQuat {
-    DQuat::from_xyzw(v[1], v[2], v[3], v[0])
+    sinew::problem::rescaled_quat(DQuat::from_xyzw(v[1], v[2], v[3], v[0]))
+}
+
+/// A Python `int` argument as `i64`. An int too large for it raises `make_err` (a `SinewError`
+/// subclass naming `what`), not pyo3's `OverflowError`; other types keep pyo3's `TypeError`.
+pub(crate) fn read_i64(obj: &Bound<'_, PyAny>, what: &str, make_err: fn(String) -> PyErr) -> PyResult<i64> {
+    match obj.extract::<i64>() {
+        Ok(v) => Ok(v),
+        Err(e) if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(obj.py()) => {
+            let shown = obj.str().map(|s| s.to_string()).unwrap_or_else(|_| "?".into());
+            Err(make_err(format!("{what} = {shown} is out of range")))
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// Row-major `(n, 4)` wxyz values to quaternions.

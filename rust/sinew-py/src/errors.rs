@@ -31,7 +31,12 @@ create_exception!(
     "A goal is malformed (non-finite target, orientation or pole, non-positive weight, ...)."
 );
 create_exception!(sinew, ShapeError, SinewError, "An array has the wrong shape or is not numeric.");
-create_exception!(sinew, NonFiniteError, SinewError, "A number that must be finite is NaN or infinite.");
+create_exception!(
+    sinew,
+    NonFiniteError,
+    SinewError,
+    "A number that must be finite is NaN or infinite, or beyond the magnitude Sinew supports (positions and lengths up to 1e12 rig units)."
+);
 create_exception!(sinew, SettingsError, SinewError, "A solver setting (method, iterations, tolerances, root mode) is invalid.");
 create_exception!(sinew, FormatError, SinewError, "A problem file could not be read.");
 create_exception!(
@@ -69,7 +74,7 @@ pub(crate) fn core_err(e: sinew::Error) -> PyErr {
         E::LimitOutOfRange { .. } => LimitError::new_err(msg),
         E::BadGoal { .. } => GoalError::new_err(msg),
         E::ShapeMismatch { .. } => ShapeError::new_err(msg),
-        E::NonFinite { .. } => NonFiniteError::new_err(msg),
+        E::NonFinite { .. } | E::TooLarge { .. } => NonFiniteError::new_err(msg),
         E::BadSetting { .. } | E::UnknownMethod { .. } => SettingsError::new_err(msg),
         E::Format(_) => FormatError::new_err(msg),
         _ => SinewError::new_err(msg),

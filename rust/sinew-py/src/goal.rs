@@ -3,7 +3,7 @@
 use glam::{DQuat, DVec3};
 use pyo3::prelude::*;
 
-use crate::convert::{BoneSpec, read_opt_quat, read_opt_vec3, read_vec3};
+use crate::convert::{BoneSpec, read_i64, read_opt_quat, read_opt_vec3, read_vec3};
 use crate::errors::GoalError;
 
 /// One IK goal. Targets, orientations and poles are rig (armature) space; quaternions `(w, x, y, z)`.
@@ -20,7 +20,8 @@ pub(crate) struct PyGoal {
     pub(crate) use_tail: bool,
 }
 
-fn chain_length_from(n: i64) -> PyResult<usize> {
+fn chain_length_from(obj: &Bound<'_, PyAny>) -> PyResult<usize> {
+    let n = read_i64(obj, "chain_length", |m| GoalError::new_err(format!("{m} (0 = up to the root)")))?;
     usize::try_from(n).map_err(|_| GoalError::new_err(format!("chain_length {n} must be >= 0 (0 = up to the root)")))
 }
 
@@ -75,14 +76,19 @@ fn xyz(v: DVec3) -> (f64, f64, f64) {
 #[pymethods]
 impl PyGoal {
     #[new]
-    #[pyo3(signature = (bone, target, orientation = None, weight = 1.0, chain_length = 0, pole_target = None, pole_angle = 0.0, use_tail = true))]
+    // `chain_length` is read by `chain_length_from` (a SinewError for an int beyond i64, not
+    // pyo3's OverflowError); the signature shown keeps its default of 0.
+    #[pyo3(
+        signature = (bone, target, orientation = None, weight = 1.0, chain_length = None, pole_target = None, pole_angle = 0.0, use_tail = true),
+        text_signature = "(bone, target, orientation=None, weight=1.0, chain_length=0, pole_target=None, pole_angle=0.0, use_tail=True)"
+    )]
     #[allow(clippy::too_many_arguments)]
     fn new(
         bone: &Bound<'_, PyAny>,
         target: &Bound<'_, PyAny>,
         orientation: Option<&Bound<'_, PyAny>>,
         weight: f64,
-        chain_length: i64,
+        chain_length: Option<&Bound<'_, PyAny>>,
         pole_target: Option<&Bound<'_, PyAny>>,
         pole_angle: f64,
         use_tail: bool,
@@ -92,7 +98,10 @@ impl PyGoal {
             target: read_vec3(target, "target")?,
             orientation: read_opt_quat(orientation, "orientation")?,
             weight,
-            chain_length: chain_length_from(chain_length)?,
+            chain_length: match chain_length {
+                Some(c) if !c.is_none() => chain_length_from(c)?,
+                _ => 0,
+            },
             pole_target: read_opt_vec3(pole_target, "pole_target")?,
             pole_angle,
             use_tail,
@@ -170,7 +179,7 @@ impl PyGoal {
     }
 
     #[setter]
-    fn set_chain_length(&mut self, chain_length: i64) -> PyResult<()> {
+    fn set_chain_length(&mut self, chain_length: &Bound<'_, PyAny>) -> PyResult<()> {
         self.chain_length = chain_length_from(chain_length)?;
         Ok(())
     }

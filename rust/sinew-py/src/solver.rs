@@ -11,10 +11,10 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 use crate::convert::{
-    Dim, push_wxyz, push_xyz, quats_from_wxyz, read_f64, read_opt_f64, read_opt_vec3, root_mode, root_mode_name, stop_name,
+    Dim, push_wxyz, push_xyz, quats_from_wxyz, read_f64, read_i64, read_opt_f64, read_opt_vec3, root_mode, root_mode_name, stop_name,
     to_numpy, to_numpy_py, vec3s,
 };
-use crate::errors::{SettingsError, guard_core};
+use crate::errors::{GoalError, NonFiniteError, SettingsError, ShapeError, guard_core};
 use crate::goal::{PyGoal, core_goals};
 use crate::rig::PyRig;
 use sinew::{FrameTargets, Method, Pose, Problem, SolveSettings};
@@ -89,9 +89,20 @@ impl Inputs {
 #[pymethods]
 impl PySolver {
     #[new]
-    #[pyo3(signature = (method = "fabrik", max_iterations = 100, tolerance = 1e-4, stall_tolerance = 1e-7))]
-    fn new(method: &str, max_iterations: i64, tolerance: f64, stall_tolerance: f64) -> PyResult<Self> {
+    // `max_iterations` is read by `read_i64` (a SettingsError for an int beyond i64, not pyo3's
+    // OverflowError); the signature shown keeps its default of 100.
+    #[pyo3(
+        signature = (method = "fabrik", max_iterations = None, tolerance = 1e-4, stall_tolerance = 1e-7),
+        text_signature = "(method='fabrik', max_iterations=100, tolerance=0.0001, stall_tolerance=1e-07)"
+    )]
+    fn new(method: &str, max_iterations: Option<&Bound<'_, PyAny>>, tolerance: f64, stall_tolerance: f64) -> PyResult<Self> {
         let method = guard_core(|| Method::from_name(method))?;
+        let max_iterations = match max_iterations {
+            Some(m) if !m.is_none() => read_i64(m, "solver setting max_iterations", |msg| {
+                SettingsError::new_err(format!("{msg}: must be between 1 and {}", u32::MAX))
+            })?,
+            _ => 100,
+        };
         let max_iterations = u32::try_from(max_iterations).map_err(|_| {
             SettingsError::new_err(format!("solver setting max_iterations = {max_iterations} is invalid: must be between 1 and {}", u32::MAX))
         })?;
@@ -144,7 +155,12 @@ impl PySolver {
         let n = inputs.rig.len();
         let sol = py.detach(|| {
             let problem = guard_core(|| inputs.problem())?;
-            self.with_solver(|s| s.solve(&problem, &inputs.start))
+            self.with_solver(|s| {
+                let sol = s.solve(&problem, &inputs.start)?;
+                // Never a non-finite number without an exception.
+                sinew::format::check_solution_finite(&sol)?;
+                Ok(sol)
+            })
         })?;
         PySolution::new(py, &sol, n)
     }
@@ -169,23 +185,66 @@ impl PySolver {
         let (t, shape) = read_f64(targets, "targets", &[Dim::Any("F"), Dim::Is(g), Dim::Is(3)])?;
         let frames = shape[0];
         let targets = vec3s(&t);
-        let orientations: Option<Vec<DQuat>> =
+        let mut orientations: Option<Vec<DQuat>> =
             read_opt_f64(orientations, "orientations", &[Dim::Is(frames), Dim::Is(g), Dim::Is(4)])?.map(|v| quats_from_wxyz(&v));
-        let poles: Option<Vec<DVec3>> =
+        let mut poles: Option<Vec<DVec3>> =
             read_opt_f64(pole_targets, "pole_targets", &[Dim::Is(frames), Dim::Is(g), Dim::Is(3)])?.map(|v| vec3s(&v));
         let n = inputs.rig.len();
         let out = py.detach(|| {
             let problem = guard_core(|| inputs.problem())?;
-            let mut out = SequenceData::with_capacity(frames, n, g);
+            prepare_frame_inputs(&problem, &targets, orientations.as_deref_mut(), poles.as_deref_mut())?;
+            // The result's size comes from the shape of `targets` alone when there are no goals
+            // (a (1e9, 0, 3) array holds nothing): it is reserved without aborting on failure.
+            let mut out = SequenceData::try_with_capacity(frames, n, g)?;
+            let mut broken = None;
             self.with_solver(|s| {
                 let frame_inputs =
                     FrameTargets { targets: &targets, orientations: orientations.as_deref(), poles: poles.as_deref(), references: None };
-                sinew::solve_sequence(s, &problem, &inputs.start, frames, frame_inputs, |_, sol| out.push(sol))
+                sinew::solve_sequence(s, &problem, &inputs.start, frames, frame_inputs, |f, sol| {
+                    if broken.is_none() {
+                        match sinew::format::check_solution_finite(sol) {
+                            Ok(()) => out.push(sol),
+                            Err(e) => broken = Some((f, e)),
+                        }
+                    }
+                })
             })?;
+            if let Some((f, e)) = broken {
+                return Err(NonFiniteError::new_err(format!("frame {f}: {e}")));
+            }
             Ok::<_, PyErr>(out)
         })?;
         out.into_py(py, frames, n, g)
     }
+}
+
+/// Checks per-frame targets, and the orientations and poles of the goals that use them, before
+/// any frame is solved; entries of goals without an orientation or pole are ignored (replaced by
+/// harmless values), as documented, since the core's sequence checks every entry.
+fn prepare_frame_inputs(problem: &Problem, targets: &[DVec3], orientations: Option<&mut [DQuat]>, poles: Option<&mut [DVec3]>) -> PyResult<()> {
+    let goals = problem.goals();
+    let g = goals.len().max(1);
+    let bad = |k: usize, what: &str, why: String| GoalError::new_err(format!("goal {}: {what} at frame {} {why}", k % g, k / g));
+    for (k, t) in targets.iter().enumerate() {
+        if let Some(why) = sinew::rig::coordinate_problem(*t) {
+            return Err(bad(k, "target", why));
+        }
+    }
+    for (k, q) in orientations.unwrap_or(&mut []).iter_mut().enumerate() {
+        if goals[k % g].orientation.is_none() {
+            *q = DQuat::IDENTITY;
+        } else if !(q.is_finite() && q.length() > 1e-9) {
+            return Err(bad(k, "orientation", "is not finite or zero".into()));
+        }
+    }
+    for (k, t) in poles.unwrap_or(&mut []).iter_mut().enumerate() {
+        if goals[k % g].pole.is_none() {
+            *t = DVec3::ZERO;
+        } else if let Some(why) = sinew::rig::coordinate_problem(*t) {
+            return Err(bad(k, "pole target", why));
+        }
+    }
+    Ok(())
 }
 
 /// Per-frame results gathered while detached.
@@ -198,16 +257,30 @@ struct SequenceData {
     stops: Vec<&'static str>,
 }
 
+/// `Vec::try_with_capacity` of `count` elements (computed without overflow), or `ShapeError`.
+fn try_vec<T>(count: Option<usize>, frames: usize, what: &str) -> PyResult<Vec<T>> {
+    let fail = || {
+        ShapeError::new_err(format!(
+            "solve_sequence: the {what} of {frames} frames need more memory than can be allocated ({} bytes)",
+            count.and_then(|c| c.checked_mul(std::mem::size_of::<T>())).map_or("too many".to_owned(), |b| b.to_string())
+        ))
+    };
+    let count = count.ok_or_else(fail)?;
+    let mut v = Vec::new();
+    v.try_reserve_exact(count).map_err(|_| fail())?;
+    Ok(v)
+}
+
 impl SequenceData {
-    fn with_capacity(frames: usize, n: usize, g: usize) -> Self {
-        Self {
-            rotations: Vec::with_capacity(frames * n * 4),
-            roots: Vec::with_capacity(frames * 3),
-            residuals: Vec::with_capacity(frames * g),
-            iterations: Vec::with_capacity(frames),
-            reached: Vec::with_capacity(frames),
-            stops: Vec::with_capacity(frames),
-        }
+    fn try_with_capacity(frames: usize, n: usize, g: usize) -> PyResult<Self> {
+        Ok(Self {
+            rotations: try_vec(frames.checked_mul(n).and_then(|x| x.checked_mul(4)), frames, "rotations")?,
+            roots: try_vec(frames.checked_mul(3), frames, "root translations")?,
+            residuals: try_vec(frames.checked_mul(g), frames, "residuals")?,
+            iterations: try_vec(Some(frames), frames, "iteration counts")?,
+            reached: try_vec(Some(frames), frames, "reached flags")?,
+            stops: try_vec(Some(frames), frames, "stop reasons")?,
+        })
     }
 
     fn push(&mut self, sol: &sinew::Solution) {
@@ -268,6 +341,7 @@ impl PySolution {
             residuals: to_numpy_py(py, sol.residuals.clone(), sol.residuals.len())?,
             reached: sol.reached,
             stop_reason: stop_name(sol.stop),
+            // NaN if some residual is NaN (the core's fold would skip it).
             worst: sol.worst_residual(),
         })
     }

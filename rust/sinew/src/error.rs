@@ -17,6 +17,18 @@ pub enum Error {
         /// What the number is, e.g. `rest matrix of bone "hand.L"`.
         what: String,
     },
+    /// A finite number beyond the magnitude Sinew supports for it: a position or length beyond
+    /// [`crate::rig::MAX_COORDINATE`] rig units, a quaternion whose squared length overflows.
+    /// Squaring such a number would overflow, so it is refused rather than solved into NaN.
+    #[error("{what} = {value:e} is beyond the supported magnitude {bound:e}")]
+    TooLarge {
+        /// What the number is, e.g. `root translation`.
+        what: String,
+        /// The offending value (its largest component).
+        value: f64,
+        /// The largest magnitude accepted.
+        bound: f64,
+    },
     /// A bone length is zero, negative or not finite.
     #[error("bone \"{bone}\" has length {length}; a bone length must be positive")]
     BadBoneLength {

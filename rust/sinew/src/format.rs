@@ -192,6 +192,10 @@ impl ProblemFile {
                 None => None,
                 Some(p) => match index.get(p.as_str()) {
                     Some(&i) => Some(i),
+                    None if *p == b.name => {
+                        return Err(Error::Format(format!("bone \"{}\" names itself as its parent", b.name)));
+                    }
+                    // Only on the way out with an error: loading stays linear.
                     None if self.bones.iter().any(|o| &o.name == p) => {
                         return Err(Error::Format(format!(
                             "bone \"{}\": parent \"{p}\" comes after it; bones must be listed parent before child",
@@ -256,7 +260,8 @@ impl ProblemFile {
         let pose = match &self.pose {
             None => Pose::rest(problem.rig().len()),
             Some(p) => problem.checked_pose(&Pose {
-                rotations: p.rotations.iter().copied().map(quat_from_wxyz).collect(),
+                // Huge components are scaled exactly first, so they normalise without overflow.
+                rotations: p.rotations.iter().copied().map(|q| crate::problem::rescaled_quat(quat_from_wxyz(q))).collect(),
                 root_translation: DVec3::from_array(p.root_translation),
             })?,
         };
@@ -304,6 +309,30 @@ impl SolutionFile {
             stop: solution.stop,
         }
     }
+}
+
+/// Checks that a solution holds only finite numbers (rotations, root translation, residuals).
+/// The adapters (C, Python, command line) call it on every solution before handing it out, so a
+/// non-finite number never leaves Sinew with a success status.
+///
+/// # Errors
+/// [`Error::NonFinite`] naming the first non-finite value (from finite, validated input this is
+/// a bug in Sinew).
+pub fn check_solution_finite(solution: &Solution) -> Result<()> {
+    let bug = |what: String| Error::NonFinite { what: format!("{what} of the solution (a bug in Sinew from finite input: please report it)") };
+    if let Some(i) = solution.pose.rotations.iter().position(|q| !q.is_finite()) {
+        return Err(bug(format!("the rotation of bone {i}")));
+    }
+    if !solution.pose.root_translation.is_finite() {
+        return Err(bug("the root translation".into()));
+    }
+    if let Some(g) = solution.residuals.iter().position(|r| !r.is_finite()) {
+        return Err(bug(format!("the residual of goal {g}")));
+    }
+    if let Some(g) = solution.orientation_residuals.iter().position(|r| !r.is_finite()) {
+        return Err(bug(format!("the orientation residual of goal {g}")));
+    }
+    Ok(())
 }
 
 impl Problem {

@@ -24,6 +24,7 @@ use crate::geometry::{angle_between, clamp_to_ellipse, from_rotation_vector, rot
 /// `x_neg = -ik_min_x, x_pos = ik_max_x, z_neg = -ik_min_z, z_pos = ik_max_z`
 /// ([`ConeLimit::from_blender`]).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ConeLimit {
     /// Largest swing about +X (tilt toward +Z).
     pub x_pos: f64,
@@ -114,6 +115,7 @@ impl ConeLimit {
 
 /// Twist bounds about the bone's own axis (Alg. 2), radians, `-π ≤ min ≤ max ≤ π`.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TwistLimit {
     /// Smallest twist.
     pub min: f64,
@@ -177,6 +179,7 @@ fn snap_pi(v: f64) -> f64 {
 /// `axis` is a unit vector in the bone's rest frame (an elbow or knee is usually local X). The
 /// hinge also decides the bend direction when targets leave it open.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct HingeLimit {
     /// The hinge axis in the bone's rest frame (normalised on validation).
     pub axis: DVec3,
@@ -201,7 +204,7 @@ pub enum Swing {
 
 /// Every limit on one bone.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct JointLimit {
     /// The rotational (swing) bound.
     pub swing: Swing,
@@ -589,6 +592,14 @@ mod tests {
         assert!(hinge.validated("b").is_ok());
         // Beyond round-off is still refused.
         assert!(JointLimit { swing: Swing::Cone(ConeLimit::circular(PI + 1e-3)), ..JointLimit::FREE }.validated("b").is_err());
+    }
+
+    #[test]
+    fn a_misspelt_limit_key_is_refused_not_ignored() {
+        // (A fuzzer found "sw-ng" loading as a free joint.)
+        assert!(serde_json::from_str::<JointLimit>(r#"{"sw-ng": {"cone": {"x_pos": 1, "x_neg": 1, "z_pos": 1, "z_neg": 1}}}"#).is_err());
+        assert!(serde_json::from_str::<JointLimit>(r#"{"swing": {"hinge": {"axis": [1, 0, 0], "min": 0, "max": 1, "mx": 2}}}"#).is_err());
+        assert!(serde_json::from_str::<JointLimit>(r#"{"swing": {"cone": {"x_pos": 1, "x_neg": 1, "z_pos": 1, "z_neg": 1}}, "locked": false}"#).is_ok());
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use glam::{DQuat, DVec3};
 
-use crate::error::{Error, Result, check_finite};
+use crate::error::{Error, Result};
 use crate::goal::Goal;
 use crate::pose::{Frames, Pose};
 use crate::rig::Rig;
@@ -194,6 +194,43 @@ impl Topology {
     }
 }
 
+/// The most goals a problem may have. The damped-least-squares steps both methods use solve a
+/// dense system of up to 7 rows per goal (position, orientation, a pole in a tree), whose
+/// matrix holds `(7·G)²` doubles: 26 MB at this cap, against 400 GB for 100 000 goals. More
+/// goals are refused with [`Error::BadGoal`] naming the first goal beyond the cap.
+pub const MAX_GOALS: usize = 256;
+
+/// The range of a goal's weight. Weights only matter relative to each other, and the solvers
+/// multiply and square them, so they are kept within twelve orders of magnitude of 1; others are
+/// refused with [`Error::BadGoal`].
+pub const WEIGHT_RANGE: std::ops::RangeInclusive<f64> = 1e-12..=1e12;
+
+/// `q` scaled by a power of two so that its largest component lies in [0.5, 1) when some
+/// component is so large that `|q|²` would overflow (beyond 1e150); otherwise `q` itself, bit for
+/// bit. The scaling is exact, so the rotation is unchanged; the adapters apply it to every
+/// quaternion they read before handing it to the core, which then normalises it safely.
+#[must_use]
+pub fn rescaled_quat(q: DQuat) -> DQuat {
+    let m = max_component(q);
+    if !(m.is_finite() && m > 1e150) {
+        return q;
+    }
+    // 2^-e with 2^(e-1) <= m < 2^e; m > 1e150 keeps e well inside f64's exponent range.
+    // Two factors: 2^-1024 alone would be computed as 1 / 2^1024 = 1 / inf = 0.
+    let e = m.log2().floor() as i32 + 1;
+    q * 2f64.powi(-(e / 2)) * 2f64.powi(-(e - e / 2))
+}
+
+/// The largest magnitude among `q`'s components.
+fn max_component(q: DQuat) -> f64 {
+    q.to_array().into_iter().fold(0.0f64, |m, c| m.max(c.abs()))
+}
+
+/// `q` normalised without overflow (see [`rescaled_quat`]).
+fn unit_quat(q: DQuat) -> DQuat {
+    rescaled_quat(q).normalize()
+}
+
 /// A rig, its goals and the root mode, validated and analysed.
 ///
 /// Targets can be moved cheaply between solves ([`Problem::set_target`]); the topology is derived
@@ -212,16 +249,23 @@ impl Problem {
     /// Validates `goals` against `rig` and derives the topology.
     ///
     /// # Errors
-    /// [`Error::BadGoal`] for an unknown effector, a non-finite target, orientation or pole, or
-    /// a weight that is not positive.
+    /// [`Error::BadGoal`] for more than [`MAX_GOALS`] goals, an unknown effector, a non-finite
+    /// target, orientation or pole, a target or pole beyond [`crate::rig::MAX_COORDINATE`], or a
+    /// weight outside [`WEIGHT_RANGE`].
     pub fn new(rig: Rig, goals: Vec<Goal>, root: RootMode) -> Result<Self> {
+        if goals.len() > MAX_GOALS {
+            return Err(Error::BadGoal {
+                goal: MAX_GOALS,
+                reason: format!("a problem has at most {MAX_GOALS} goals; {} were given", goals.len()),
+            });
+        }
         for (i, g) in goals.iter().enumerate() {
             validate_goal(&rig, i, g)?;
         }
         let goals: Vec<Goal> = goals
             .into_iter()
             .map(|mut g| {
-                g.orientation = g.orientation.map(DQuat::normalize);
+                g.orientation = g.orientation.map(unit_quat);
                 g
             })
             .collect();
@@ -342,7 +386,7 @@ impl Problem {
     /// [`Error::BadGoal`] for an index out of range or a non-finite target (nothing changes).
     pub fn set_target(&mut self, i: usize, target: DVec3) -> Result<()> {
         let g = self.goal_mut(i)?;
-        check_finite(&target.to_array(), || "target".into()).map_err(|e| Error::BadGoal { goal: i, reason: e.to_string() })?;
+        check_point(target, "target").map_err(|reason| Error::BadGoal { goal: i, reason })?;
         g.target = target;
         Ok(())
     }
@@ -355,7 +399,7 @@ impl Problem {
         if let Some(q) = q {
             check_quat(q).map_err(|reason| Error::BadGoal { goal: i, reason })?;
         }
-        self.goal_mut(i)?.orientation = q.map(DQuat::normalize);
+        self.goal_mut(i)?.orientation = q.map(unit_quat);
         Ok(())
     }
 
@@ -364,7 +408,7 @@ impl Problem {
     /// # Errors
     /// [`Error::BadGoal`] for an index out of range, a goal without pole or a non-finite point.
     pub fn set_pole_target(&mut self, i: usize, target: DVec3) -> Result<()> {
-        check_finite(&target.to_array(), || "pole target".into()).map_err(|e| Error::BadGoal { goal: i, reason: e.to_string() })?;
+        check_point(target, "pole target").map_err(|reason| Error::BadGoal { goal: i, reason })?;
         match &mut self.goal_mut(i)?.pole {
             Some(p) => {
                 p.target = target;
@@ -405,9 +449,19 @@ impl Problem {
                 got: pose.rotations.len(),
             });
         }
-        check_finite(&pose.root_translation.to_array(), || "root translation".into())?;
+        crate::rig::check_coordinate(pose.root_translation, || "root translation".into())?;
         for (i, q) in pose.rotations.iter().enumerate() {
             check_quat(*q).map_err(|r| Error::NonFinite { what: format!("rotation of bone \"{}\" ({r})", self.rig.bone(i).name) })?;
+            // The solvers normalise a start as it is (`geometry::unit_start`), which overflows
+            // here; the adapters rescale such quaternions first ([`rescaled_quat`]).
+            if !q.length_squared().is_finite() {
+                let m = max_component(*q);
+                return Err(Error::TooLarge {
+                    what: format!("rotation of bone \"{}\" (largest component; scale the quaternion toward unit length)", self.rig.bone(i).name),
+                    value: m,
+                    bound: 1e150,
+                });
+            }
         }
         Ok(())
     }
@@ -454,11 +508,17 @@ fn serial_chain(rig: &Rig, goals: &[Goal], topology: &Topology, root: RootMode) 
     Some(SerialChain { bones: moved.iter().rev().copied().collect(), limited })
 }
 
+/// Whether `p` is finite and within [`crate::rig::MAX_COORDINATE`], as a reason naming `what`.
+fn check_point(p: DVec3, what: &str) -> Result<(), String> {
+    crate::rig::coordinate_problem(p).map_or(Ok(()), |r| Err(format!("{what} {r}")))
+}
+
 fn check_quat(q: DQuat) -> Result<(), String> {
     if !q.is_finite() {
         return Err("quaternion is not finite".into());
     }
-    if q.length_squared() < 1e-18 {
+    // Measured after rescaling, so a huge quaternion is not mistaken for a zero one.
+    if rescaled_quat(q).length_squared() < 1e-18 {
         return Err("quaternion has zero length".into());
     }
     Ok(())
@@ -469,19 +529,27 @@ fn validate_goal(rig: &Rig, i: usize, g: &Goal) -> Result<()> {
     if g.bone >= rig.len() {
         return Err(bad(format!("effector bone index {} is out of range (rig has {} bones)", g.bone, rig.len())));
     }
-    if !g.target.is_finite() {
-        return Err(bad("target is not finite".into()));
-    }
+    check_point(g.target, "target").map_err(bad)?;
     if let Some(q) = g.orientation {
         check_quat(q).map_err(|r| bad(format!("orientation: {r}")))?;
     }
     if !(g.weight.is_finite() && g.weight > 0.0) {
         return Err(bad(format!("weight {} must be positive", g.weight)));
     }
-    if let Some(p) = g.pole
-        && (!p.target.is_finite() || !p.angle.is_finite()) {
-            return Err(bad("pole target or angle is not finite".into()));
+    if !WEIGHT_RANGE.contains(&g.weight) {
+        return Err(bad(format!(
+            "weight {:e} is outside the supported range [{:e}, {:e}] (weights are relative: scale them all)",
+            g.weight,
+            WEIGHT_RANGE.start(),
+            WEIGHT_RANGE.end()
+        )));
+    }
+    if let Some(p) = g.pole {
+        if !p.angle.is_finite() {
+            return Err(bad("pole angle is not finite".into()));
         }
+        check_point(p.target, "pole target").map_err(bad)?;
+    }
     Ok(())
 }
 

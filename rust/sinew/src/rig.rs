@@ -42,6 +42,60 @@ pub struct Bone {
 /// the residuals they report come from forward kinematics, so the round-off is never hidden.
 pub const CONNECTED_TOLERANCE: f64 = 1e-6;
 
+/// The largest magnitude, in rig units, of any position (rest heads and tails, targets, pole
+/// targets, the root translation) and of any bone length Sinew accepts. The solvers square
+/// distances and multiply them (a cross product of two offsets is a distance squared), so
+/// values near `sqrt(f64::MAX)` (about 1.3e154) would overflow into infinities and NaN; 1e12
+/// leaves those products far from overflow while exceeding any real rig (a kilometre-sized set in
+/// millimetres is 1e6). Larger values are refused with [`Error::TooLarge`] (or
+/// [`Error::BadGoal`] for a goal's target or pole).
+pub const MAX_COORDINATE: f64 = 1e12;
+
+/// `None` when every component of `v` is finite and within ±[`MAX_COORDINATE`]; otherwise what
+/// is wrong, in words (for the adapters' and the validation's messages).
+#[must_use]
+pub fn coordinate_problem(v: DVec3) -> Option<String> {
+    if !v.is_finite() {
+        return Some("is not finite".into());
+    }
+    let m = v.abs().max_element();
+    (m > MAX_COORDINATE).then(|| format!("has a component of magnitude {m:e}, beyond the supported {MAX_COORDINATE:e} rig units"))
+}
+
+/// [`coordinate_problem`] as an error naming `what`.
+pub(crate) fn check_coordinate(v: DVec3, what: impl FnOnce() -> String) -> Result<()> {
+    if !v.is_finite() {
+        return Err(Error::NonFinite { what: what() });
+    }
+    let m = v.abs().max_element();
+    if m > MAX_COORDINATE {
+        return Err(Error::TooLarge { what: what(), value: m, bound: MAX_COORDINATE });
+    }
+    Ok(())
+}
+
+/// Bounds [`JointLimit::validated`] does not check but the solvers need: a cone half-angle of
+/// at least [`ConeLimit::ZERO_BOUND`] (the floor the core itself gives Blender's zero bounds);
+/// a narrower cone is refused (lock the bone or use a hinge instead).
+///
+/// [`ConeLimit::ZERO_BOUND`]: crate::limits::ConeLimit::ZERO_BOUND
+fn check_limit_bounds(limit: &JointLimit, bone: &str) -> Result<()> {
+    if let crate::limits::Swing::Cone(c) = limit.swing {
+        let floor = crate::limits::ConeLimit::ZERO_BOUND;
+        for (what, v) in [("cone x_pos", c.x_pos), ("cone x_neg", c.x_neg), ("cone z_pos", c.z_pos), ("cone z_neg", c.z_neg)] {
+            if v < floor {
+                return Err(Error::LimitOutOfRange {
+                    bone: bone.to_owned(),
+                    what: what.into(),
+                    value: v,
+                    range: format!("[{floor:e}, π] (for a narrower cone lock the bone or use a hinge)"),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A skeleton: bones in parent-before-child order.
 ///
 /// Bone 0 is the rig's root: its translation is the one a [`Pose`] carries. Other parentless
@@ -138,16 +192,21 @@ impl Rig {
             if !(b.length.is_finite() && b.length > 0.0) {
                 return Err(Error::BadBoneLength { bone: b.name, length: b.length });
             }
+            if b.length > MAX_COORDINATE {
+                return Err(Error::TooLarge { what: format!("length of bone \"{}\"", b.name), value: b.length, bound: MAX_COORDINATE });
+            }
             let r = b.rest_rotation;
             check_finite(&[b.rest_head.x, b.rest_head.y, b.rest_head.z, r.x, r.y, r.z, r.w], || {
                 format!("rest transform of bone \"{}\"", b.name)
             })?;
+            check_coordinate(b.rest_head, || format!("rest head of bone \"{}\"", b.name))?;
             let n = r.length();
             if (n - 1.0).abs() > 1e-3 {
                 return Err(Error::NotRigid { bone: b.name, deviation: (n - 1.0).abs() });
             }
             b.rest_rotation = r / n;
             b.limit = b.limit.validated(&b.name)?;
+            check_limit_bounds(&b.limit, &b.name)?;
             checked.push(b);
         }
         let fk = checked
@@ -164,6 +223,11 @@ impl Rig {
             .collect();
         let mut rig = Self { bones: checked, children, by_name, rest_frames: Frames::default(), connect_distance: 0.0, fk };
         rig.rest_frames = rig.forward(&Pose::rest(rig.len()));
+        // Each rest head and length is bounded above, but a long chain of them adds up.
+        for (i, b) in rig.bones.iter().enumerate() {
+            check_coordinate(rig.rest_frames.heads[i], || format!("rest head of bone \"{}\" in rig space", b.name))?;
+            check_coordinate(rig.rest_frames.tails[i], || format!("rest tail of bone \"{}\" in rig space", b.name))?;
+        }
         let extent = rig.rest_frames.heads.iter().chain(&rig.rest_frames.tails).fold(0.0f64, |m, p| m.max(p.length()));
         let longest = rig.bones.iter().fold(0.0f64, |m, b| m.max(b.length));
         rig.connect_distance = CONNECTED_TOLERANCE * extent.max(longest);
@@ -262,7 +326,9 @@ impl Rig {
     /// [`Error::UnknownBone`] or [`Error::LimitOutOfRange`]; the rig is unchanged on error.
     pub fn set_limit(&mut self, bone: impl BoneRef, limit: JointLimit) -> Result<()> {
         let i = bone.resolve(self)?;
-        self.bones[i].limit = limit.validated(&self.bones[i].name)?;
+        let limit = limit.validated(&self.bones[i].name)?;
+        check_limit_bounds(&limit, &self.bones[i].name)?;
+        self.bones[i].limit = limit;
         Ok(())
     }
 

@@ -71,7 +71,8 @@ class ShapeError(SinewError):
     """An array has the wrong shape or is not numeric."""
 
 class NonFiniteError(SinewError):
-    """A number that must be finite is NaN or infinite."""
+    """A number that must be finite is NaN or infinite, or beyond the magnitude Sinew supports
+    (positions and lengths up to 1e12 rig units)."""
 
 class SettingsError(SinewError):
     """A solver setting (method, iterations, tolerances, root mode) is invalid."""
@@ -228,8 +229,9 @@ class Goal:
             use_tail: pull the tail (True) or the head.
 
         Raises ShapeError for a vector of the wrong shape, GoalError for a negative chain
-        length, UnknownBoneError for a negative index. When solving, a bone the rig does not
-        have raises UnknownBoneError, NaN targets and bad weights GoalError.
+        length or one beyond int64, UnknownBoneError for a negative index. When solving, a bone
+        the rig does not have raises UnknownBoneError; NaN targets, targets and poles beyond
+        1e12 rig units, weights outside [1e-12, 1e12] and more than 256 goals raise GoalError.
         """
 
     def copy(self) -> Goal:
@@ -349,11 +351,11 @@ class Solver:
         """Args:
             method: ``"fabrik"`` (FABRIK with a damped-least-squares finish) or ``"dls"`` (damped
                 least squares alone).
-            max_iterations: iteration cap (>= 1).
+            max_iterations: iteration cap (>= 1, at most 2**32 - 1).
             tolerance: a goal is reached within this distance (rig units, > 0).
             stall_tolerance: stop when no effector moves more than this per iteration (>= 0).
 
-        Raises SettingsError.
+        Raises SettingsError (also for an int beyond int64, never OverflowError).
         """
 
     @property
@@ -402,11 +404,13 @@ class Solver:
         Args:
             targets: (F, G, 3) per frame and goal target.
             orientations: optional (F, G, 4) ``(w, x, y, z)``; used by goals that have an
-                orientation.
-            pole_targets: optional (F, G, 3); used by goals that have a pole.
+                orientation, ignored (whatever they hold, NaN or zero) for the others.
+            pole_targets: optional (F, G, 3); used by goals that have a pole, ignored for the
+                others.
             Others as :meth:`solve`.
 
-        Every input is checked before the first frame is solved.
+        Every input is checked before the first frame is solved. A result too large to allocate
+        (F frames × N bones, e.g. a (10**12, 0, 3) ``targets`` with no goals) raises ShapeError.
         """
 
 class _Analysis(TypedDict):

@@ -307,18 +307,22 @@ pub fn solve_sequence(
     }
     let mut problem = problem.clone();
     // Validate every input up front so a bad frame cannot leave a half-written result.
-    let bad = |k: usize, what: &str| Error::BadGoal { goal: k % g.max(1), reason: format!("{what} at frame {} is not finite", k / g.max(1)) };
-    if let Some(k) = inputs.targets.iter().position(|t| !t.is_finite()) {
-        return Err(bad(k, "target"));
+    // (Orientations and poles of goals that have none are ignored, whatever they hold.)
+    let bad = |k: usize, what: String| Error::BadGoal { goal: k % g.max(1), reason: format!("{what} at frame {}", k / g.max(1)) };
+    if let Some((k, why)) = inputs.targets.iter().enumerate().find_map(|(k, &t)| crate::rig::coordinate_problem(t).map(|why| (k, why))) {
+        return Err(bad(k, format!("target {why}")));
     }
+    let goals = problem.goals();
     if let Some(o) = inputs.orientations
-        && let Some(k) = o.iter().position(|q| !q.is_finite() || q.length() < 1e-9) {
-            return Err(bad(k, "orientation (or it has zero length)"));
-        }
+        && let Some(k) = (0..o.len()).position(|k| goals[k % g].orientation.is_some() && (!o[k].is_finite() || o[k].length() < 1e-9))
+    {
+        return Err(bad(k, "orientation is not finite (or it has zero length)".into()));
+    }
     if let Some(p) = inputs.poles
-        && let Some(k) = p.iter().position(|t| !t.is_finite()) {
-            return Err(bad(k, "pole target"));
-        }
+        && let Some((k, why)) = (0..p.len()).filter(|&k| goals[k % g].pole.is_some()).find_map(|k| crate::rig::coordinate_problem(p[k]).map(|why| (k, why)))
+    {
+        return Err(bad(k, format!("pole target {why}")));
+    }
     if let Some(r) = inputs.references
         && let Some(k) = r.iter().position(|q| !q.is_finite() || q.length() < 1e-9)
     {
