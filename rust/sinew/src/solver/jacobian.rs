@@ -58,6 +58,9 @@ const RELAX_BAND_REACH: f64 = 1e-3;
 /// The longest pull toward the reference, in multiples of the turn to it (see
 /// [`DlsSteps::refine_toward`]).
 const PULL_MAX: f64 = 64.0;
+/// Most steps [`DlsSteps::refine_toward`] takes toward the reference in one solve while a limit
+/// holds some bone.
+const RELAX_ITERATIONS: u32 = 40;
 /// A twist range at most this wide (radians) locks the twist: the bone swings only.
 const TWIST_LOCKED: f64 = 1e-9;
 /// The largest turn (radians) of a bone in one step toward the goals.
@@ -65,7 +68,7 @@ const MAX_TURN: f64 = 0.5;
 /// [`DlsSteps::refine_toward`] has settled when a step turns no bone by more than this
 /// (radians): far below what moving a target by round-off may change (the continuity
 /// properties hold answers to 1e-6 rad under 1e-12 changes of a target).
-const SETTLED: f64 = 1e-8;
+const SETTLED: f64 = 2e-7;
 
 /// The unknowns of one bone (a turn about up to three world axes through its head, scaled by
 /// `gain`), or of the root's translation (`bone: None`, the three world axes).
@@ -233,6 +236,7 @@ impl DlsSteps {
         let mut distance = if relaxing { self.reference_distance(problem, pose) } else { 0.0 };
         let mut pull = 1.0;
         let mut was_pulling = false;
+        let mut pulled = 0;
         let mut damping = DAMPING_START;
         let mut it = 0;
         while it < max_iterations {
@@ -253,7 +257,13 @@ impl DlsSteps {
             self.rhs.copy_from_slice(&self.residual);
             // Far from the goals the steps only close them (the least joint motion); near
             // them (within the band) they also move toward the reference.
+            if relaxing && pulled >= RELAX_ITERATIONS && self.blocked.iter().any(Option::is_some) {
+                // Limits that bind can keep the pull and the goals' corrections trading off;
+                // past this many steps the pose is near enough the reference: finish the goals.
+                relaxing = false;
+            }
             let pulling = relaxing && error <= band;
+            pulled += u32::from(pulling);
             if pulling && !was_pulling {
                 // The projection onto what the goals leave free wants `J Jᵀ` barely damped:
                 // damping leaves part of the pull in the goals' directions.
