@@ -106,22 +106,27 @@ fn the_answer_does_not_depend_on_the_rig_s_scale() {
     let mut rng = Rng::new(3);
     let base = with_reference(lp.problem.clone(), None);
     let targets = reachable_targets(&base, &lp.pose, &mut rng, 0.5);
-    let solve = |scale: f64| {
+    let solve = |scale: f64, reference: bool| {
         let rig = lp.problem.rig();
         let bones: Vec<Bone> = rig.bones().iter().map(|b| Bone { rest_head: b.rest_head * scale, length: b.length * scale, ..b.clone() }).collect();
         let goals: Vec<Goal> = lp.problem.goals().iter().zip(&targets).map(|(g, &t)| Goal { target: t * scale, ..*g }).collect();
-        let p = with_reference(Problem::new(Rig::new(bones).unwrap(), goals, lp.problem.root()).unwrap(), None);
+        let mut p = Problem::new(Rig::new(bones).unwrap(), goals, lp.problem.root()).unwrap();
+        if reference {
+            p = with_reference(p, None);
+        }
         let settings = SolveSettings { tolerance: lp.settings.tolerance * scale, stall_tolerance: lp.settings.stall_tolerance * scale, ..lp.settings };
         let start = Pose { root_translation: lp.pose.root_translation * scale, ..lp.pose.clone() };
         Method::Fabrik.solver(settings).unwrap().solve(&p, &start).unwrap()
     };
-    let one = solve(1.0);
-    assert!(one.reached);
-    for scale in [1e-6, 1e4] {
-        let other = solve(scale);
-        assert!(other.reached, "scale {scale}: not reached");
-        let d = one.pose.max_angle_to(&other.pose);
-        assert!(d <= 1e-6, "scale {scale}: rotations differ by {d:e} rad");
+    for reference in [true, false] {
+        let one = solve(1.0, reference);
+        assert!(one.reached);
+        for scale in [1e-6, 1e4] {
+            let other = solve(scale, reference);
+            assert!(other.reached, "scale {scale}: not reached");
+            let d = one.pose.max_angle_to(&other.pose);
+            assert!(d <= 1e-6, "scale {scale} (reference {reference}): rotations differ by {d:e} rad");
+        }
     }
 }
 
