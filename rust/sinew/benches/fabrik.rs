@@ -425,6 +425,32 @@ fn benches(c: &mut Criterion) {
         .unwrap();
     }
     writeln!(stats, "  mean: constrained {:.2} mm, unconstrained {:.2} mm", mean(&ec), mean(&eu)).unwrap();
+    // The same with the rest pose as the reference (the pose nearest it among those that meet
+    // the goals, `Problem::set_reference`), both methods.
+    let mut with_rest = constrained.clone();
+    with_rest.set_reference(Some(&Pose::rest(with_rest.rig().len()))).unwrap();
+    for method in [Method::Fabrik, Method::Dls] {
+        let mut er = Vec::new();
+        for seed in 1..=3 {
+            let truth = synth_motion(constrained.rig(), seed, FRAMES, 30.0);
+            let t0 = Instant::now();
+            let rr = common::reconstruct_with(method, &with_rest, &truth, lp.settings);
+            let tr = t0.elapsed();
+            er.push(rr.mean_joint_error);
+            writeln!(
+                stats,
+                "  seed {seed}: {} constrained, reference = rest {:>7.2} mm ({:>4}/{} frames reached, {:>6.1} it/frame, {:>6.1} µs/frame)",
+                method.name(),
+                rr.mean_joint_error,
+                rr.frames_reached,
+                rr.frames,
+                rr.mean_iterations,
+                tr.as_secs_f64() * 1e6 / FRAMES as f64
+            )
+            .unwrap();
+        }
+        writeln!(stats, "  mean: {} constrained, reference = rest {:.2} mm", method.name(), mean(&er)).unwrap();
+    }
     // The same with damped least squares alone (the Jacobian peer, same limits).
     let mut ed = Vec::new();
     for seed in 1..=3 {
