@@ -519,7 +519,7 @@ pub unsafe extern "C" fn sinew_solver_solve_sequence(
         if frames == 0 {
             return Ok(());
         }
-        let inputs = FrameTargets { targets: &targets, orientations: orientations.as_deref(), poles: poles.as_deref() };
+        let inputs = FrameTargets { targets: &targets, orientations: orientations.as_deref(), poles: poles.as_deref(), references: None };
         let mut last = None;
         solve_sequence(s.solver.as_mut(), &p.problem, &start, frames, inputs, |f, sol| {
             for (i, q) in sol.pose.rotations.iter().enumerate() {

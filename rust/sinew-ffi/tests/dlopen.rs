@@ -438,7 +438,7 @@ fn sequence_matches_the_core(api: &Api) {
         let mut core_res = Vec::new();
         let mut core_iters = Vec::new();
         let mut solver = lp.method.solver(lp.settings).unwrap();
-        let inputs = FrameTargets { targets: &targets, orientations: Some(&orientations), poles: Some(&poles) };
+        let inputs = FrameTargets { targets: &targets, orientations: Some(&orientations), poles: Some(&poles), references: None };
         sinew_core::solve_sequence(solver.as_mut(), &lp.problem, &lp.pose, frames, inputs, |_, s| {
             core_rot.extend(core_rotations(s));
             core_root.extend(s.pose.root_translation.to_array());

@@ -179,7 +179,7 @@ impl PySolver {
             let mut out = SequenceData::with_capacity(frames, n, g);
             self.with_solver(|s| {
                 let frame_inputs =
-                    FrameTargets { targets: &targets, orientations: orientations.as_deref(), poles: poles.as_deref() };
+                    FrameTargets { targets: &targets, orientations: orientations.as_deref(), poles: poles.as_deref(), references: None };
                 sinew::solve_sequence(s, &problem, &inputs.start, frames, frame_inputs, |_, sol| out.push(sol))
             })?;
             Ok::<_, PyErr>(out)

@@ -139,6 +139,39 @@ impl TwistLimit {
 /// [`TwistLimit::surely_contains`]): far from 1 by round-off, close to 1 in effect.
 const SURE_MARGIN: f64 = 1.0 - 1e-9;
 
+/// The angle in `[min, max]` nearest to `angle` on the circle (all radians, `angle` in
+/// (−π, π], `−π ≤ min ≤ max ≤ π`): inside the range, `angle` itself; outside, the bound it is
+/// closer to going round either way, so a hinge `[0, 3]` given 3.2 rad (read as −3.08) clamps to 3,
+/// not 0. At equal distances, `min`. Every hinge and twist clamp goes through here.
+#[must_use]
+#[inline]
+pub fn clamp_angle(angle: f64, min: f64, max: f64) -> f64 {
+    if angle >= min && angle <= max {
+        return angle;
+    }
+    let below = crate::geometry::wrap_angle(min - angle).abs();
+    let above = crate::geometry::wrap_angle(angle - max).abs();
+    if above < below { max } else { min }
+}
+
+/// How far past π (radians) a limit angle may be given and still be read as π: Blender stores
+/// its default ±180° IK limits as the single-precision `3.1415927410125732`, 8.7e-8 above π, and
+/// sliders that end at 180° do the same.
+pub const PI_SLACK: f64 = 1e-6;
+
+/// `v` with a value within [`PI_SLACK`] beyond ±π read as ±π (others unchanged).
+#[inline]
+fn snap_pi(v: f64) -> f64 {
+    use std::f64::consts::PI;
+    if v > PI && v <= PI + PI_SLACK {
+        PI
+    } else if v < -PI && v >= -PI - PI_SLACK {
+        -PI
+    } else {
+        v
+    }
+}
+
 /// A one-axis joint: the local rotation turns about `axis` only, by an angle in `[min, max]`.
 ///
 /// `axis` is a unit vector in the bone's rest frame (an elbow or knee is usually local X). The
@@ -210,7 +243,7 @@ impl JointLimit {
     pub fn clamp(&self, local: DQuat) -> DQuat {
         match self.swing {
             Swing::Hinge(h) => {
-                let angle = twist_angle(local, h.axis).clamp(h.min, h.max);
+                let angle = clamp_angle(twist_angle(local, h.axis), h.min, h.max);
                 DQuat::from_axis_angle(h.axis, angle)
             }
             Swing::Free if self.twist.is_none() => local,
@@ -229,7 +262,7 @@ impl JointLimit {
                     && !t.surely_contains(twist)
                 {
                     let a = twist_angle(twist, DVec3::Y);
-                    let ac = a.clamp(t.min, t.max);
+                    let ac = clamp_angle(a, t.min, t.max);
                     if ac != a {
                         twist = DQuat::from_rotation_y(ac);
                         changed = true;
@@ -399,6 +432,19 @@ impl JointLimit {
             range: range.to_owned(),
         };
         use std::f64::consts::PI;
+        // Blender's ±180° (single precision, just past π) is π.
+        match &mut self.swing {
+            Swing::Free => {}
+            Swing::Cone(c) => {
+                for v in [&mut c.x_pos, &mut c.x_neg, &mut c.z_pos, &mut c.z_neg] {
+                    *v = snap_pi(*v);
+                }
+            }
+            Swing::Hinge(h) => (h.min, h.max) = (snap_pi(h.min), snap_pi(h.max)),
+        }
+        if let Some(t) = &mut self.twist {
+            (t.min, t.max) = (snap_pi(t.min), snap_pi(t.max));
+        }
         match &mut self.swing {
             Swing::Free => {}
             Swing::Cone(c) => c.validate(bone)?,
@@ -506,6 +552,43 @@ mod tests {
             }
             assert!(decided > 2_000, "{lim:?}: only {decided} decided");
         }
+    }
+
+    #[test]
+    fn hinge_and_twist_clamps_pick_the_nearer_bound_across_a_half_turn() {
+        let hinge = JointLimit { swing: Swing::Hinge(HingeLimit { axis: DVec3::X, min: 0.0, max: 3.0 }), ..JointLimit::FREE };
+        // 3.2 rad reads as −3.08: 0.2 past the top bound, 3.08 below the bottom one.
+        let c = hinge.clamp(DQuat::from_rotation_x(3.2));
+        assert!((twist_angle(c, DVec3::X) - 3.0).abs() < 1e-12, "{c:?}");
+        let c = hinge.clamp(DQuat::from_rotation_x(-0.2));
+        assert!(twist_angle(c, DVec3::X).abs() < 1e-12, "{c:?}");
+        let twist = JointLimit { twist: Some(TwistLimit { min: -3.0, max: 0.5 }), ..JointLimit::FREE };
+        let c = twist.clamp(DQuat::from_rotation_y(3.1));
+        assert!((twist_angle(c, DVec3::Y) + 3.0).abs() < 1e-12, "{c:?}");
+        let c = twist.clamp(DQuat::from_rotation_y(0.9));
+        assert!((twist_angle(c, DVec3::Y) - 0.5).abs() < 1e-12, "{c:?}");
+        assert_eq!(clamp_angle(0.2, -1.0, 1.0), 0.2);
+    }
+
+    #[test]
+    fn blender_single_precision_half_turns_are_read_as_pi() {
+        use std::f64::consts::PI;
+        let f32_pi = f64::from(std::f32::consts::PI);
+        assert!(f32_pi > PI);
+        let lim = JointLimit {
+            swing: Swing::Cone(ConeLimit::new(f32_pi, 1.0, f32_pi, 0.5)),
+            twist: Some(TwistLimit { min: -f32_pi, max: f32_pi }),
+            ..JointLimit::FREE
+        }
+        .validated("b")
+        .unwrap();
+        let Swing::Cone(c) = lim.swing else { panic!() };
+        assert_eq!((c.x_pos, c.z_pos), (PI, PI));
+        assert_eq!(lim.twist, Some(TwistLimit { min: -PI, max: PI }));
+        let hinge = JointLimit { swing: Swing::Hinge(HingeLimit { axis: DVec3::X, min: -f32_pi, max: 0.0 }), ..JointLimit::FREE };
+        assert!(hinge.validated("b").is_ok());
+        // Beyond round-off is still refused.
+        assert!(JointLimit { swing: Swing::Cone(ConeLimit::circular(PI + 1e-3)), ..JointLimit::FREE }.validated("b").is_err());
     }
 
     #[test]

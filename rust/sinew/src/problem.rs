@@ -6,7 +6,7 @@ use glam::{DQuat, DVec3};
 
 use crate::error::{Error, Result, check_finite};
 use crate::goal::Goal;
-use crate::pose::Pose;
+use crate::pose::{Frames, Pose};
 use crate::rig::Rig;
 
 /// Whether the rig's root bone may translate.
@@ -204,6 +204,8 @@ pub struct Problem {
     goals: Vec<Goal>,
     root: RootMode,
     topology: Topology,
+    /// The pose the redundant freedom falls back to (`None`: the rest pose).
+    reference: Option<Pose>,
 }
 
 impl Problem {
@@ -225,7 +227,77 @@ impl Problem {
             .collect();
         let mut topology = Topology::derive(&rig, &goals);
         topology.serial_chain = serial_chain(&rig, &goals, &topology, root);
-        Ok(Self { rig, goals, root, topology })
+        Ok(Self { rig, goals, root, topology, reference: None })
+    }
+
+    /// The reference pose: where the freedom the goals leave falls back to. Among the poses that
+    /// meet the goals, every solver returns one near it (see [`crate::solver`]'s module docs):
+    /// a spine shares its bend as the reference does, a limb keeps its bend plane, and no bone
+    /// twists unless an orientation goal or a pole asks. `None` (the default) is the rest pose.
+    /// In a DCC it is the pose before IK: the keyed animation, as Blender's IK starts from.
+    #[must_use]
+    pub fn reference(&self) -> Option<&Pose> {
+        self.reference.as_ref()
+    }
+
+    /// Sets the reference pose (see [`Problem::reference`]); `None` is the rest pose. Stored
+    /// with unit quaternions.
+    ///
+    /// # Errors
+    /// The errors of [`Problem::checked_pose`]; nothing changes on error.
+    pub fn set_reference(&mut self, pose: Option<&Pose>) -> Result<()> {
+        self.reference = pose.map(|p| self.checked_pose(p)).transpose()?;
+        Ok(())
+    }
+
+    /// The reference pose's rotations (rest where none is set) clamped into every bone's limit,
+    /// written into `out`; bones no goal moves, and locked ones, keep `start`'s (they keep their
+    /// start in a solve). Returns the root translation: the reference's for a free root that has
+    /// one, else `start`'s.
+    pub(crate) fn reference_into(&self, start: &Pose, out: &mut Vec<DQuat>) -> DVec3 {
+        out.clear();
+        match &self.reference {
+            Some(r) => out.extend_from_slice(&r.rotations),
+            None => out.resize(self.rig.len(), DQuat::IDENTITY),
+        }
+        let active = &self.topology.is_active;
+        for (i, q) in out.iter_mut().enumerate() {
+            let limit = &self.rig.bone(i).limit;
+            *q = if limit.locked || !active[i] { start.rotations[i] } else { limit.clamp(*q) };
+        }
+        match (&self.reference, self.root) {
+            (Some(r), RootMode::Free) => r.root_translation,
+            _ => start.root_translation,
+        }
+    }
+
+    /// Goal `gi`'s errors at the pose whose forward kinematics is `frames`: the distance from its
+    /// effector point to its target, and the angle (radians, 0 for a position goal) from the
+    /// effector bone's frame to its target orientation. The one place a goal's error is
+    /// measured for reporting ([`crate::Solution::residuals`]) and for "reached".
+    #[must_use]
+    pub fn goal_errors(&self, gi: usize, frames: &Frames) -> (f64, f64) {
+        let g = &self.goals[gi];
+        let distance = (frames.effector(g.bone, g.use_tail) - g.target).length();
+        let angle = g.orientation.map_or(0.0, |q| crate::geometry::angle_between(q, frames.rotations[g.bone]));
+        (distance, angle)
+    }
+
+    /// Whether goal `gi` is met within `tolerance` at the pose whose forward kinematics is
+    /// `frames`: its distance within `tolerance`, and its orientation error within
+    /// `tolerance / reach` radians (`reach` its chain's length from the top bone's head, at least
+    /// the effector bone's length: a radian counts as far as the chain reaches, as in the
+    /// least-squares steps' residual).
+    #[must_use]
+    pub fn goal_met(&self, gi: usize, frames: &Frames, tolerance: f64) -> bool {
+        let (distance, angle) = self.goal_errors(gi, frames);
+        distance <= tolerance && angle * self.angle_scale(gi) <= tolerance
+    }
+
+    /// The length that turns goal `gi`'s orientation error (radians) into a distance: its
+    /// chain's reach, at least its effector bone's length, at least the smallest positive length.
+    pub(crate) fn angle_scale(&self, gi: usize) -> f64 {
+        self.topology.chain_reach[gi].max(self.rig.bone(self.goals[gi].bone).length).max(f64::MIN_POSITIVE)
     }
 
     /// The rig.

@@ -13,9 +13,10 @@
 use glam::DQuat;
 
 use super::jacobian::DlsSteps;
+use super::reference::{effective_reference, starts_near};
 use super::{Solution, SolveSettings, Solver, StopReason, begin_solve, settle};
 use crate::error::Result;
-use crate::pose::Pose;
+use crate::pose::{Frames, Pose};
 use crate::problem::Problem;
 
 /// The damped-least-squares solver. Keeps its scratch space between solves.
@@ -24,6 +25,8 @@ pub struct Dls {
     settings: SolveSettings,
     steps: DlsSteps,
     start_locals: Vec<DQuat>,
+    reference: Pose,
+    reference_frames: Frames,
 }
 
 impl Dls {
@@ -45,17 +48,15 @@ impl Solver for Dls {
     }
 
     fn solve(&mut self, problem: &Problem, start: &Pose) -> Result<Solution> {
+        // (A start outside a limit is brought inside first: the steps keep every pose inside.)
         let settings = begin_solve(&self.settings, problem, start, &mut self.start_locals)?;
-        let rig = problem.rig();
-        // A start outside a limit is brought inside first: the steps keep every pose inside.
+        effective_reference(problem, &Pose { rotations: self.start_locals.clone(), root_translation: start.root_translation }, &mut self.reference, &mut self.reference_frames);
         let mut pose = Pose { rotations: self.start_locals.clone(), root_translation: start.root_translation };
-        for &b in &problem.topology().active {
-            let limit = &rig.bone(b).limit;
-            if !limit.locked {
-                pose.rotations[b] = limit.clamp(pose.rotations[b]);
-            }
+        // From the start when it is near the answer (tracking), else from the reference.
+        if !starts_near(problem, &problem.rig().forward(&pose)) {
+            pose.clone_from(&self.reference);
         }
-        let out = self.steps.refine(problem, &mut pose, None, settings.tolerance, settings.max_iterations);
+        let out = self.steps.refine_toward(problem, &mut pose, None, &self.reference, settings.tolerance, settings.max_iterations);
         let stop = match () {
             () if out.reached => StopReason::Converged,
             () if out.iterations >= settings.max_iterations => StopReason::IterationLimit,

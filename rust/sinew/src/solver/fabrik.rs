@@ -35,9 +35,9 @@
 use glam::{DMat3, DQuat, DVec3};
 
 use super::jacobian::{DlsSteps, chain_position_step, goal_error};
+use super::reference::{effective_reference, starts_near};
 use super::{Solution, SolveSettings, Solver, StopReason, begin_solve, settle};
 use crate::error::Result;
-use crate::goal::Pole;
 use crate::geometry::{EPS_LEN, Pull, angle_between, fit_rigid, fit_rotation, from_rotation_vector, shortest_arc};
 use crate::pose::{Frames, Pose};
 use crate::limits::Swing;
@@ -144,6 +144,9 @@ pub struct Fabrik {
     finish_below: Vec<f64>,
     /// The damped-least-squares finish (see the module docs).
     dls: DlsSteps,
+    /// The reference pose of the current solve ([`effective_reference`]) and its frames.
+    reference: Pose,
+    reference_frames: Frames,
 }
 
 impl Fabrik {
@@ -168,8 +171,57 @@ impl Solver for Fabrik {
         &self.settings
     }
 
+    /// The least-squares steps from the start toward the reference pose
+    /// ([`super::jacobian::DlsSteps::refine_toward`]) when every target is within reach; where
+    /// they do not reach (a local minimum, or a start far from the answer), FABRIK reaches
+    /// ([`Fabrik::solve_reaching`]) and the steps then move its answer to the pose nearest the
+    /// reference. Targets out of reach keep FABRIK's straightened chains.
     fn solve(&mut self, problem: &Problem, start: &Pose) -> Result<Solution> {
         let settings = begin_solve(&self.settings, problem, start, &mut self.start_locals)?;
+        if problem.goals().is_empty() {
+            return self.solve_reaching(problem, start, settings);
+        }
+        let rig = problem.rig();
+        effective_reference(problem, &Pose { rotations: self.start_locals.clone(), root_translation: start.root_translation }, &mut self.reference, &mut self.reference_frames);
+        let start_pose = Pose { rotations: self.start_locals.clone(), root_translation: start.root_translation };
+        rig.forward_into(&start_pose, &mut self.frames);
+        let tol = settings.tolerance;
+        let mut spent = 0;
+        if self.unmet_if_all_within_reach(problem, tol).is_some() {
+            // From the start when it is near the answer (tracking), else from the reference.
+            let near = starts_near(problem, &self.frames);
+            let (mut pose, frames) = if near { (start_pose.clone(), &self.frames) } else { (self.reference.clone(), &self.reference_frames) };
+            let budget = (settings.max_iterations / 2).max(1);
+            let out = self.dls.refine_toward(problem, &mut pose, Some(frames), &self.reference, tol, budget);
+            if out.reached {
+                settle(problem, &self.start_locals, &mut pose.rotations);
+                return Ok(Solution::of_solved(problem, pose, self.dls.frames(), out.iterations, StopReason::Converged, tol));
+            }
+            spent = out.iterations;
+        }
+        let left = SolveSettings { max_iterations: (settings.max_iterations - spent).max(1), ..settings };
+        let mut reaching = self.solve_reaching(problem, &start_pose, left)?;
+        reaching.iterations += spent;
+        let left = settings.max_iterations.saturating_sub(reaching.iterations);
+        if reaching.reached && left > 0 {
+            let mut pose = reaching.pose.clone();
+            let out = self.dls.refine_toward(problem, &mut pose, None, &self.reference, tol, left);
+            if out.reached {
+                // (The steps keep each quaternion near the one they started from: FABRIK's, which
+                // `settle` put in its start's hemisphere; again, for the sign.)
+                settle(problem, &self.start_locals, &mut pose.rotations);
+                return Ok(Solution::of_solved(problem, pose, self.dls.frames(), reaching.iterations + out.iterations, StopReason::Converged, tol));
+            }
+        }
+        Ok(reaching)
+    }
+}
+
+impl Fabrik {
+    /// FABRIK's own solve (module docs): how a solve reaches its targets when the steps from the
+    /// start do not, and what straightens chains toward targets out of reach.
+    fn solve_reaching(&mut self, problem: &Problem, start: &Pose, settings: SolveSettings) -> Result<Solution> {
+        let settings = begin_solve(&settings, problem, start, &mut self.start_locals)?;
         let rig = problem.rig();
         let mut pose = Pose { rotations: self.start_locals.clone(), root_translation: start.root_translation };
         rig.forward_into(&pose, &mut self.frames);
@@ -177,7 +229,7 @@ impl Solver for Fabrik {
         let goals = problem.goals();
         let topo = problem.topology();
         if goals.is_empty() {
-            return Ok(Solution { pose, iterations: 0, residuals: vec![], reached: true, stop: StopReason::Converged });
+            return Ok(Solution { pose, iterations: 0, residuals: vec![], orientation_residuals: vec![], reached: true, stop: StopReason::Converged });
         }
 
         let serial = topo.serial_chain.as_ref().filter(|_| goals[0].orientation.is_none());
@@ -805,44 +857,9 @@ impl Fabrik {
             if reached {
                 continue;
             }
-            if !problem.rig().bone(top).limit.locked {
-                self.turn_toward_pole(problem, gi, top, pole);
-            }
+            let _ = top;
+            super::reference::turn_chain_toward_pole(problem, gi, &mut self.locals, &mut self.frames);
             self.bend_straight_chain_toward_pole(problem, gi, pole.target, tolerance);
-        }
-    }
-
-    /// See [`Self::apply_poles`]: Blender's turn of goal `gi`'s chain about its `top` bone's
-    /// head, or the largest part of it within the top bone's limit.
-    fn turn_toward_pole(&mut self, problem: &Problem, gi: usize, top: usize, pole: Pole) {
-        let rig = problem.rig();
-        let g = &problem.goals()[gi];
-        let bone = rig.bone(top);
-        let head = self.frames.heads[top];
-        let (sin, cos) = pole.angle.sin_cos();
-        let up = self.frames.rotations[top] * DVec3::new(cos, 0.0, sin);
-        let end = self.frames.effector(g.bone, g.use_tail);
-        let Some(turn) = pole_turn(end - head, up, g.target - head, pole.target - head) else { return };
-        let parent = bone.parent.map_or(DQuat::IDENTITY, |p| self.frames.rotations[p]);
-        let world = self.frames.rotations[top];
-        let local = |t: f64| rig.local_from_world(top, parent, (DQuat::IDENTITY.slerp(turn, t) * world).normalize());
-        // The largest part of the turn within the top bone's limit (never worse than the
-        // start, should the start itself be outside).
-        let allowed = bone.limit.violation(self.locals[top]) + 1e-9;
-        let fits = |t: f64| bone.limit.violation(local(t)) <= allowed;
-        let t = if fits(1.0) {
-            1.0
-        } else {
-            let (mut lo, mut hi) = (0.0, 1.0);
-            for _ in 0..40 {
-                let mid = 0.5 * (lo + hi);
-                if fits(mid) { lo = mid } else { hi = mid }
-            }
-            lo
-        };
-        if t > 0.0 {
-            self.locals[top] = local(t);
-            rig.forward_from(&self.locals, 0, &mut self.frames);
         }
     }
 
@@ -1280,7 +1297,7 @@ impl Fabrik {
             candidates[5] = phase - spread;
         }
         let cur_theta = crate::geometry::twist_angle(self.locals[c], a);
-        let mut theta = cur_theta.clamp(hinge.min, hinge.max);
+        let mut theta = crate::limits::clamp_angle(cur_theta, hinge.min, hinge.max);
         let mut best = f64::INFINITY;
         for t in candidates.into_iter().filter(|t| t.is_finite()) {
             let t = crate::geometry::wrap_angle(t);
@@ -1329,20 +1346,6 @@ impl Fabrik {
                 + if own.locked { 0.0 } else { own.excess(base.conjugate() * r) }
         })
     }
-}
-
-/// Blender's pole turn (`IK_QJacobianSolver::ConstrainPoleVector`), all vectors from the chain
-/// top's head: the rotation taking the look-at frame of (`end`, `up`) to that of (`goal`,
-/// `pole`), each frame being (normalized `d × u`, that × `d`, `-d`) for direction `d` and up
-/// `u`. `None` when a frame is degenerate (a zero vector, or `up` along the direction).
-fn pole_turn(end: DVec3, up: DVec3, goal: DVec3, pole: DVec3) -> Option<DQuat> {
-    let frame = |d: DVec3, u: DVec3| -> Option<DMat3> {
-        let d = d.try_normalize()?;
-        let x = d.cross(u.try_normalize()?).try_normalize()?;
-        Some(DMat3::from_cols(x, x.cross(d), -d))
-    };
-    let (from, to) = (frame(end, up)?, frame(goal, pole)?);
-    Some(DQuat::from_mat3(&(to * from.transpose())).normalize())
 }
 
 /// The FABRIK line step for a body pulled by one point: the point `local` goes to `target` and
@@ -1517,7 +1520,7 @@ fn aim_hinge(base: DQuat, hinge: crate::limits::HingeLimit, head: DVec3, local: 
     } else {
         0.0
     };
-    DQuat::from_axis_angle(hinge.axis, angle.clamp(hinge.min, hinge.max))
+    DQuat::from_axis_angle(hinge.axis, crate::limits::clamp_angle(angle, hinge.min, hinge.max))
 }
 
 /// The rotation about a fixed `head` nearest to `rot` that aims `local` at `target`.

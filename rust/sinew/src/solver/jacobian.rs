@@ -31,7 +31,9 @@
 
 use glam::{DMat3, DVec3};
 
-use crate::geometry::{angle_between, from_rotation_vector, renormalize, rotation_vector};
+use glam::DQuat;
+
+use crate::geometry::{angle_between, from_rotation_vector, renormalize, rotation_vector, swing_twist_y};
 use crate::limits::Swing;
 use crate::pose::{Frames, Pose};
 use crate::problem::{Problem, RootMode};
@@ -40,10 +42,28 @@ use crate::problem::{Problem, RootMode};
 const DAMPING_START: f64 = 1e-4;
 /// Smallest relative damping (keeps the Gram matrix positive definite near singular poses).
 const DAMPING_MIN: f64 = 1e-9;
+/// Relative damping of the steps toward the reference: their projection onto what the goals
+/// leave free is as exact as the factorisation allows.
+const DAMPING_PROJECTION: f64 = 1e-12;
 /// Relative damping past which no step lowers the error: a local minimum.
 const DAMPING_MAX: f64 = 1e6;
 /// The clamp moved a bone by more than this (radians): its direction is blocked.
 const CLAMPED: f64 = 1e-9;
+/// While [`DlsSteps::refine_toward`] moves toward the reference it counts the goals as met within
+/// this many tolerances (their squared error within its square): each step's chord correction
+/// leaves them a little off, which the plain steps after it close quadratically.
+const RELAX_BAND: f64 = 10.0;
+/// ... or within this fraction of the longest chain's reach, when that is more.
+const RELAX_BAND_REACH: f64 = 1e-3;
+/// The longest pull toward the reference, in multiples of the turn to it (see
+/// [`DlsSteps::refine_toward`]).
+const PULL_MAX: f64 = 64.0;
+/// The largest turn (radians) of a bone in one step toward the goals.
+const MAX_TURN: f64 = 0.5;
+/// [`DlsSteps::refine_toward`] has settled when a step turns no bone by more than this
+/// (radians): far below what moving a target by round-off may change (the continuity
+/// properties hold answers to 1e-6 rad under 1e-12 changes of a target).
+const SETTLED: f64 = 1e-8;
 
 /// The unknowns of one bone (a turn about up to three world axes through its head, scaled by
 /// `gain`), or of the root's translation (`bone: None`, the three world axes).
@@ -111,6 +131,19 @@ pub(crate) struct DlsSteps {
     trial: Pose,
     trial_frames: Frames,
     trial_residual: Vec<f64>,
+    /// Per bone: whether its twist (about its own axis) is an unknown: only where an orientation
+    /// goal moves it. Every other bone swings, and keeps the twist in `kept_twist`.
+    twist_free: Vec<bool>,
+    /// Per bone: the twist (about local +Y) a bone whose twist is not free keeps: the
+    /// reference's, or the start's.
+    kept_twist: Vec<DQuat>,
+    /// The reference pose the steps are pulled toward ([`DlsSteps::refine_toward`]).
+    reference: Option<Pose>,
+    /// Per joint, at the current pose: the world turn (translation, for the root) toward the
+    /// reference within the joint's axes, and its coordinates on them divided by the gain.
+    toward: Vec<(DVec3, [f64; 3])>,
+    /// The step toward the reference after its second-order correction.
+    corrected: Pose,
 }
 
 /// What a damped-least-squares run did.
@@ -130,8 +163,40 @@ impl DlsSteps {
     /// minimum (no step of any damping lowers the error). `fk` is the forward kinematics of
     /// `pose` when the caller has it; [`DlsSteps::frames`] are that of the refined pose.
     pub(crate) fn refine(&mut self, problem: &Problem, pose: &mut Pose, fk: Option<&Frames>, tolerance: f64, max_iterations: u32) -> DlsOutcome {
+        self.reference = None;
+        self.run(problem, pose, fk, tolerance, max_iterations)
+    }
+
+    /// Refines `pose` (inside every limit) to the pose nearest `reference` among those that meet
+    /// the goals: sequential quadratic programming on `min |θ − θ_ref|²` (each bone's turn
+    /// from its reference rotation, divided by its gain `1 − stiffness`, so stiff bones count
+    /// more) subject to the goals, the secondary task in the null space of Nilsson's thesis
+    /// §2.4 and Blender's `IK_QJacobian` null-space projection. Each step is
+    /// `Δθ = β d + Jᵀ (J Jᵀ + λ² I)⁻¹ (r − β J d)` with `d` the turn to the reference: it
+    /// closes the goals' gap to first order and, within what the goals leave free, moves to
+    /// the reference. Its fixed points meet the goals and are nearest the reference to first
+    /// order (the turn left is in `J`'s row space), so the answer does not depend on the start
+    /// (a warm start is a speed device) and is a continuous function of the targets. While the
+    /// goals are unmet a step is kept when it lowers their error; once they are met (within
+    /// [`MET_FRACTION`] of `tolerance`), when it keeps them so and comes nearer the reference.
+    /// A rejected step halves `β` and damps harder. Stops when the steps turn no bone by more
+    /// than [`SETTLED`], or at `max_iterations`. Bones whose twist no orientation goal asks for
+    /// keep the reference's twist throughout.
+    pub(crate) fn refine_toward(&mut self, problem: &Problem, pose: &mut Pose, fk: Option<&Frames>, reference: &Pose, tolerance: f64, max_iterations: u32) -> DlsOutcome {
+        let mut r = self.reference.take().unwrap_or_default();
+        r.rotations.clone_from(&reference.rotations);
+        r.root_translation = reference.root_translation;
+        self.reference = Some(r);
+        self.run(problem, pose, fk, tolerance, max_iterations)
+    }
+
+    fn run(&mut self, problem: &Problem, pose: &mut Pose, fk: Option<&Frames>, tolerance: f64, max_iterations: u32) -> DlsOutcome {
         let rig = problem.rig();
         self.collect_joints(problem);
+        // The twist each bone keeps: its reference's, or its start's.
+        let twists = self.reference.as_ref().map_or(&pose.rotations, |r| &r.rotations);
+        self.kept_twist.clear();
+        self.kept_twist.extend(twists.iter().map(|&q| swing_twist_y(q).1));
         let m = self.goal_rows.last().map_or(0, |&r| r + problem.goals().last().map_or(0, |g| if g.orientation.is_some() { 6 } else { 3 }))
             + self.tree_poles.len();
         self.blocked.clear();
@@ -157,10 +222,19 @@ impl DlsSteps {
         if self.joints.is_empty() || m == 0 {
             return DlsOutcome { iterations: 0, reached: self.all_reached(problem, tolerance) };
         }
+        // Toward the reference while `relaxing`; then plain steps finish the goals.
+        let mut relaxing = self.reference.is_some();
+        // While relaxing, goals within this error count as met (a step's chord correction
+        // leaves them a little off; the finishing steps close that quadratically).
+        let reach = problem.topology().chain_reach.iter().copied().fold(0.0, f64::max);
+        let band = (RELAX_BAND * tolerance).max(RELAX_BAND_REACH * reach).powi(2);
+        let mut distance = if relaxing { self.reference_distance(problem, pose) } else { 0.0 };
+        let mut pull = 1.0;
+        let mut was_pulling = false;
         let mut damping = DAMPING_START;
         let mut it = 0;
         while it < max_iterations {
-            if self.all_reached(problem, tolerance) {
+            if !relaxing && self.all_reached(problem, tolerance) {
                 break;
             }
             it += 1;
@@ -172,9 +246,23 @@ impl DlsSteps {
                 break;
             }
             for i in 0..m {
-                self.gram[i * m + i] += damping.max(DAMPING_MIN) * scale;
+                self.gram[i * m + i] += damping * scale;
             }
             self.rhs.copy_from_slice(&self.residual);
+            // Far from the goals the steps only close them (the least joint motion); near
+            // them (within the band) they also move toward the reference.
+            let pulling = relaxing && error <= band;
+            if pulling && !was_pulling {
+                // The projection onto what the goals leave free wants `J Jᵀ` barely damped:
+                // damping leaves part of the pull in the goals' directions.
+                damping = DAMPING_PROJECTION;
+            }
+            was_pulling = pulling;
+            let pull_now = if pulling { pull } else { 0.0 };
+            if pulling {
+                self.turns_toward_reference(problem, pose);
+                self.subtract_j_toward(pull_now);
+            }
             if !cholesky_solve(&mut self.gram, m, &mut self.rhs) {
                 break;
             }
@@ -182,24 +270,73 @@ impl DlsSteps {
             // Field by field: the derived `Pose::clone_from` would allocate anew.
             trial.rotations.clone_from(&pose.rotations);
             trial.root_translation = pose.root_translation;
-            self.apply_step(problem, pose, &mut trial);
-            let trial_error = evaluate(problem, &self.tree_poles, &trial, &mut self.trial_frames, &mut self.trial_residual);
-            let better = trial_error < error;
+            let mut largest_turn = self.apply_step(problem, pose, &mut trial, pull_now, false);
+            if largest_turn > MAX_TURN {
+                // A long step leaves the linearisation far behind and wanders from the least
+                // motion's path: shortened to [`MAX_TURN`] (as Blender's IK clamps its steps).
+                let k = MAX_TURN / largest_turn;
+                self.rhs.iter_mut().for_each(|y| *y *= k);
+                largest_turn = self.apply_step(problem, pose, &mut trial, pull_now * k, false);
+            }
+            let mut trial_error = evaluate(problem, &self.tree_poles, &trial, &mut self.trial_frames, &mut self.trial_residual);
+            if pulling {
+                // Second-order correction: the step toward the reference leaves the goals by its
+                // square; one chord step (the same factor, the residual where the step landed)
+                // brings them back before the step is judged.
+                self.rhs.copy_from_slice(&self.trial_residual);
+                cholesky_substitute(&self.gram, m, &mut self.rhs);
+                let mut corrected = std::mem::take(&mut self.corrected);
+                corrected.rotations.clone_from(&trial.rotations);
+                corrected.root_translation = trial.root_translation;
+                self.apply_step(problem, &trial, &mut corrected, 0.0, true);
+                trial_error = evaluate(problem, &self.tree_poles, &corrected, &mut self.trial_frames, &mut self.trial_residual);
+                std::mem::swap(&mut trial, &mut corrected);
+                self.corrected = corrected;
+            }
+            let trial_distance = if relaxing { self.reference_distance(problem, &trial) } else { 0.0 };
+            // Within the band a step is kept when it comes nearer the reference, or closes most
+            // of the goals' gap (the corrections the pull's steps leave).
+            let better = if pulling { trial_error <= band && (trial_distance < distance || trial_error < 0.25 * error) } else { trial_error < error };
             if better {
                 std::mem::swap(pose, &mut trial);
                 std::mem::swap(&mut self.frames, &mut self.trial_frames);
                 std::mem::swap(&mut self.residual, &mut self.trial_residual);
             }
             self.trial = trial;
+            if std::env::var_os("SINEW_TRACE").is_some() {
+                eprintln!("it {it} err {error:.3e} -> {trial_error:.3e} dist {distance:.6e} -> {trial_distance:.6e} turn {largest_turn:.2e} pull {pull} damp {damping:.1e} better {better} relax {relaxing}");
+            }
+            if pulling && largest_turn <= SETTLED {
+                // Near the goals, and the step toward the reference turns no bone by more than
+                // round-off: settled; plain steps finish the goals.
+                relaxing = false;
+                if better {
+                    error = trial_error;
+                }
+                continue;
+            }
             if better {
                 let gain = (error - trial_error) / error.max(f64::MIN_POSITIVE);
+                let stalled = !(relaxing && trial_error <= band) && gain < 1e-9;
                 error = trial_error;
-                damping = (damping * 0.5).max(DAMPING_MIN);
-                if gain < 1e-9 {
+                distance = trial_distance;
+                damping = (damping * 0.5).max(if pulling { DAMPING_PROJECTION } else { DAMPING_MIN });
+                if pulling {
+                    // The steps toward the reference converge linearly where the goals curve
+                    // (the multipliers times their curvature, which the identity metric leaves
+                    // out); a longer pull along the same direction takes that up.
+                    pull = (pull * 2.0).min(PULL_MAX);
+                }
+                if stalled {
                     break;
                 }
             } else {
-                // Rejected: `pose` and its frames and residual stand; damp harder.
+                // Rejected: `pose` and its frames and residual stand; pull less toward the
+                // reference, then damp harder.
+                if pulling && pull > 1e-3 {
+                    pull *= 0.25;
+                    continue;
+                }
                 damping *= 4.0;
                 if damping > DAMPING_MAX {
                     break;
@@ -207,6 +344,103 @@ impl DlsSteps {
             }
         }
         DlsOutcome { iterations: it, reached: self.all_reached(problem, tolerance) }
+    }
+
+    /// The squared distance of `pose` from the reference that [`DlsSteps::refine_toward`]
+    /// minimises: per joint, its bone's turn from the reference rotation over the gain, and the
+    /// root's translation from the reference's.
+    fn reference_distance(&self, problem: &Problem, pose: &Pose) -> f64 {
+        let Some(reference) = &self.reference else { return 0.0 };
+        let rig = problem.rig();
+        self.joints
+            .iter()
+            .map(|j| match j.bone {
+                Some(b) if self.swings(rig, b, j) => {
+                    // Swing only: the angle between the bone's direction and the reference's.
+                    let (d, wanted) = (pose.rotations[b] * DVec3::Y, reference.rotations[b] * DVec3::Y);
+                    (d.cross(wanted).length().atan2(d.dot(wanted)) / j.gain).powi(2)
+                }
+                Some(b) => (rotation_vector(pose.rotations[b].conjugate() * reference.rotations[b]) / j.gain).length_squared(),
+                None => (rig.bone(0).rest_rotation * (reference.root_translation - pose.root_translation)).length_squared(),
+            })
+            .sum()
+    }
+
+    /// Per joint at the current pose (`self.frames`, after [`DlsSteps::linearize`]): the turn
+    /// toward the reference within its axes, into `self.toward`.
+    fn turns_toward_reference(&mut self, problem: &Problem, pose: &Pose) {
+        let Some(reference) = &self.reference else { return };
+        let rig = problem.rig();
+        self.toward.clear();
+        for joint in &self.joints {
+            let (turn, gain) = match joint.bone {
+                // world · local⁻¹ · ref = exp(world · rotvec(local⁻¹ · ref)) · world.
+                Some(b) => (self.frames.rotations[b] * rotation_vector(pose.rotations[b].conjugate() * reference.rotations[b]), joint.gain),
+                None => (rig.bone(0).rest_rotation * (reference.root_translation - pose.root_translation), 1.0),
+            };
+            let mut coords = [0.0; 3];
+            let mut within = DVec3::ZERO;
+            let swinging = joint.bone.is_some_and(|b| self.swings(rig, b, joint));
+            if let (true, Some(b)) = (swinging, joint.bone) {
+                // Swing only: the minimal arc from the bone's direction to the reference's, on the
+                // directions each axis moves it by (`a × d`).
+                let world = self.frames.rotations[b];
+                let d = world * DVec3::Y;
+                let wanted = world * (pose.rotations[b].conjugate() * reference.rotations[b] * DVec3::Y);
+                let arc = d.cross(wanted);
+                let angle = arc.length().atan2(d.dot(wanted));
+                if let Some(toward) = (wanted - d * d.dot(wanted)).try_normalize() {
+                    for c in 0..joint.count {
+                        let along = joint.axes[c].cross(d).dot(toward) * angle;
+                        coords[c] = along / gain;
+                        within += joint.axes[c] * along;
+                    }
+                }
+            } else if joint.bone.is_some() && !joint.world_axes {
+                for c in 0..joint.count {
+                    let along = joint.axes[c].dot(turn);
+                    coords[c] = along / gain;
+                    within += joint.axes[c] * along;
+                }
+            } else {
+                coords = (turn / gain).to_array();
+                within = turn;
+            }
+            self.toward.push((within, coords));
+        }
+    }
+
+    /// Whether `joint` (bone `b`) swings only: its twist is not free and it is no hinge.
+    fn swings(&self, rig: &crate::rig::Rig, b: usize, joint: &Joint) -> bool {
+        !self.twist_free[b] && !matches!(rig.bone(b).limit.swing, Swing::Hinge(_)) && !joint.world_axes
+    }
+
+    /// `self.rhs −= pull · J d`, `d` the turns toward the reference (`self.toward`).
+    fn subtract_j_toward(&mut self, pull: f64) {
+        for (j, joint) in self.joints.iter().enumerate() {
+            let (turn, coords) = self.toward[j];
+            let x = match joint.bone {
+                Some(_) => turn / joint.gain * pull,
+                None => turn * pull,
+            };
+            for l in &self.links[self.reach_start[j]..self.reach_start[j + 1]] {
+                let moved = match joint.bone {
+                    Some(_) => x.cross(l.lever),
+                    None => x * l.lever.x,
+                };
+                for c in 0..3 {
+                    self.rhs[l.row + c] -= moved[c];
+                }
+                if let Some(spin) = l.spin {
+                    for c in 0..3 {
+                        self.rhs[l.row + 3 + c] -= x[c] * spin;
+                    }
+                }
+            }
+            for p in &self.pole_links[self.pole_start[j]..self.pole_start[j + 1]] {
+                self.rhs[p.row] -= pull * (0..3).map(|c| p.per_axis[c] * coords[c]).sum::<f64>();
+            }
+        }
     }
 
     /// The forward kinematics of the pose the last [`DlsSteps::refine`] left.
@@ -259,11 +493,20 @@ impl DlsSteps {
         }
         self.tree_poles.clear();
         self.tree_poles.extend((0..goals.len()).filter(|&gi| goals[gi].pole.is_some() && !topo.is_lone_chain(gi)));
+        self.twist_free.clear();
+        self.twist_free.resize(rig.len(), false);
+        for (gi, g) in goals.iter().enumerate() {
+            if g.orientation.is_some() {
+                for &b in &topo.moved[gi] {
+                    self.twist_free[b] = true;
+                }
+            }
+        }
     }
 
     /// Every goal within `tolerance`, and every tree pole's swivel within [`POLE_TOLERANCE`].
     fn all_reached(&self, problem: &Problem, tolerance: f64) -> bool {
-        problem.goals().iter().all(|g| (self.frames.effector(g.bone, g.use_tail) - g.target).length() <= tolerance)
+        (0..problem.goals().len()).all(|gi| problem.goal_met(gi, &self.frames, tolerance))
             && self.tree_poles.iter().all(|&gi| {
                 let top = pole_top(problem, gi);
                 pole_swivel(problem, gi, self.frames.rotations[top], self.frames.heads[top]).abs() <= POLE_TOLERANCE
@@ -280,12 +523,17 @@ impl DlsSteps {
         self.pole_links.clear();
         self.pole_start.clear();
         for j in 0..self.joints.len() {
+            let swing_axes = self.joints[j].bone.filter(|&b| !self.twist_free[b]).and_then(|b| self.swing_axes(rig, b));
             let joint = &mut self.joints[j];
             if let Some(b) = joint.bone {
                 if let Swing::Hinge(h) = rig.bone(b).limit.swing {
                     // The local rotation turns about the hinge axis, which it therefore keeps.
                     joint.axes[0] = self.frames.rotations[b] * h.axis;
                     joint.count = 1;
+                    joint.world_axes = false;
+                } else if let Some(axes) = swing_axes {
+                    joint.axes = axes.0;
+                    joint.count = axes.1;
                     joint.world_axes = false;
                 } else if let Some(v) = self.blocked[b] {
                     joint.axes = DVec3::AXES.map(|a| a - v * v.dot(a));
@@ -305,7 +553,7 @@ impl DlsSteps {
                     Some(b) => (self.frames.effector(g.bone, g.use_tail) - self.frames.heads[b]) * (joint.gain * w),
                     None => DVec3::splat(w),
                 };
-                let spin = g.orientation.and(joint.bone).map(|_| joint.gain * w * topo.chain_reach[gi]);
+                let spin = g.orientation.and(joint.bone).map(|_| joint.gain * w * problem.angle_scale(gi));
                 self.links.push(Link { row: self.goal_rows[gi], lever, spin });
             }
             // Tree poles: the swivel turns with the chain's top bone and everything above it
@@ -340,6 +588,33 @@ impl DlsSteps {
             }
         }
         self.pole_start.push(self.pole_links.len());
+    }
+
+    /// The unknown axes of bone `b` when it swings only (keeps the twist of its local rotation's
+    /// swing–twist split about +Y, as twist limits measure it): per direction `e` across the
+    /// bone `d` (its own X and Z, or the one a blocked turn leaves), the turn that moves `d` by
+    /// `e` along the minimal arc from the rest direction `y`, `d × e + ((d × y)·e / (1 + y·d)) d`
+    /// (the swing's angular velocity; the second term is the twist a plain turn across the bone
+    /// would add at first order once it is swung). `None` near a half-turn swing (`d ≈ −y`),
+    /// where twist is undefined: the bone then turns about all three axes.
+    fn swing_axes(&self, rig: &crate::rig::Rig, b: usize) -> Option<([DVec3; 3], usize)> {
+        let rot = self.frames.rotations[b];
+        let parent = rig.bone(b).parent.map_or(DQuat::IDENTITY, |p| self.frames.rotations[p]);
+        let y = rig.local_base(b, parent) * DVec3::Y;
+        let d = rot * DVec3::Y;
+        let one_plus = 1.0 + y.dot(d);
+        if one_plus < 1e-6 {
+            return None;
+        }
+        let lean = d.cross(y) / one_plus;
+        let axis = |e: DVec3| d.cross(e) + d * lean.dot(e);
+        // A blocked turn `v` moves the bone's direction by `v × d`; the direction left is
+        // across both.
+        let blocked = self.blocked[b].and_then(|v| v.cross(d).try_normalize());
+        Some(match blocked {
+            Some(moved) => ([axis(d.cross(moved)), DVec3::ZERO, DVec3::ZERO], 1),
+            None => ([axis(rot * DVec3::X), axis(rot * DVec3::Z), DVec3::ZERO], 2),
+        })
     }
 
     /// `J Jᵀ` into the lower triangle of `self.gram` (row-major, m × m): per joint, a 3 × 3 block
@@ -413,46 +688,59 @@ impl DlsSteps {
         }
     }
 
-    /// `trial` ← `pose` moved by `Jᵀ y` (`y` = `self.rhs`), each bone clamped to its limit;
-    /// records the directions clamps took away in `self.blocked`. `self.frames` are `pose`'s.
-    fn apply_step(&mut self, problem: &Problem, pose: &Pose, trial: &mut Pose) {
+    /// `trial` ← `pose` moved by `Jᵀ y` (`y` = `self.rhs`) and `pull` times the turns toward
+    /// the reference (`self.toward`), each bone swinging only unless its twist is free, and
+    /// clamped to its limit; records the directions clamps took away in `self.blocked`. `pose`'s
+    /// frames are `self.frames`, or `self.trial_frames` with `from_trial`. Returns the largest
+    /// turn of a bone (radians).
+    fn apply_step(&mut self, problem: &Problem, pose: &Pose, trial: &mut Pose, pull: f64, from_trial: bool) -> f64 {
         let rig = problem.rig();
         let y = &self.rhs;
         let y3 = |r: usize| DVec3::new(y[r], y[r + 1], y[r + 2]);
+        let mut largest = 0.0f64;
         for (j, joint) in self.joints.iter().enumerate() {
             let links = &self.links[self.reach_start[j]..self.reach_start[j + 1]];
             let poles = &self.pole_links[self.pole_start[j]..self.pole_start[j + 1]];
+            let toward = if pull > 0.0 { self.toward[j].0 * pull } else { DVec3::ZERO };
             let Some(b) = joint.bone else {
                 // The root's translation, kept in bone 0's rest frame.
-                let t = links.iter().map(|l| y3(l.row) * l.lever.x).sum::<DVec3>() + poles.iter().map(|p| p.per_axis * y[p.row]).sum::<DVec3>();
+                let t = links.iter().map(|l| y3(l.row) * l.lever.x).sum::<DVec3>() + poles.iter().map(|p| p.per_axis * y[p.row]).sum::<DVec3>() + toward;
                 trial.root_translation = pose.root_translation + rig.bone(0).rest_rotation.conjugate() * t;
                 continue;
             };
             // Unknown c's step is a_c · Σ_goals (lever × y_pos + spin y_rot), plus its pole terms;
             // the bone turns by gain · Σ_c a_c step_c.
-            let pull: DVec3 = links.iter().map(|l| l.lever.cross(y3(l.row)) + l.spin.map_or(DVec3::ZERO, |s| y3(l.row + 3) * s)).sum();
+            let goals_pull: DVec3 = links.iter().map(|l| l.lever.cross(y3(l.row)) + l.spin.map_or(DVec3::ZERO, |s| y3(l.row + 3) * s)).sum();
             // A blocked direction points back inside the limit; once the goals pull the bone that
             // way, the limit no longer holds it, and the next steps may use the direction again
             // (otherwise a bone that touched its limit early stays held off it, and the steps
             // stall short of targets they could reach).
             if let Some(v) = self.blocked[b]
-                && pull.dot(v) > 0.0
+                && (goals_pull * joint.gain + toward).dot(v) > 0.0
             {
                 self.blocked[b] = None;
             }
             let turn = if joint.world_axes {
-                pull + poles.iter().map(|p| p.per_axis * y[p.row]).sum::<DVec3>()
+                goals_pull + poles.iter().map(|p| p.per_axis * y[p.row]).sum::<DVec3>()
             } else {
                 (0..joint.count)
-                    .map(|c| joint.axes[c] * (joint.axes[c].dot(pull) + poles.iter().map(|p| p.per_axis[c] * y[p.row]).sum::<f64>()))
+                    .map(|c| joint.axes[c] * (joint.axes[c].dot(goals_pull) + poles.iter().map(|p| p.per_axis[c] * y[p.row]).sum::<f64>()))
                     .sum()
-            } * joint.gain;
+            } * joint.gain
+                + toward;
+            largest = largest.max(turn.length());
             // World turn `turn` about the bone's head. With world = base · local,
             // exp(ω) · world = base · local · exp(world⁻¹ ω).
-            let world = self.frames.rotations[b];
+            let world = if from_trial { self.trial_frames.rotations[b] } else { self.frames.rotations[b] };
             let local = pose.rotations[b];
-            let wanted = renormalize(local * from_rotation_vector(world.conjugate() * turn));
-            let clamped = rig.bone(b).limit.clamp(wanted);
+            let mut wanted = renormalize(local * from_rotation_vector(world.conjugate() * turn));
+            let limit = &rig.bone(b).limit;
+            if !self.twist_free[b] && !matches!(limit.swing, Swing::Hinge(_)) {
+                // Swing only: the twist stays the kept one (the steps' swings would drift it at
+                // second order).
+                wanted = (swing_twist_y(wanted).0 * self.kept_twist[b]).normalize();
+            }
+            let clamped = limit.clamp(wanted);
             if clamped != wanted && angle_between(clamped, wanted) > CLAMPED {
                 // The world direction the clamp removed: base · rotvec(clamped · wanted⁻¹).
                 let base = world * local.conjugate();
@@ -460,6 +748,7 @@ impl DlsSteps {
             }
             trial.rotations[b] = clamped;
         }
+        largest
     }
 }
 
@@ -566,6 +855,12 @@ fn cholesky_solve(a: &mut [f64], m: usize, b: &mut [f64]) -> bool {
             row_i[j] = s * inv;
         }
     }
+    cholesky_substitute(a, m, b);
+    true
+}
+
+/// Solves `L Lᵀ x = b` in place for the factor `L` [`cholesky_solve`] left in `a`.
+fn cholesky_substitute(a: &[f64], m: usize, b: &mut [f64]) {
     // L z = b, then Lᵀ x = z.
     for i in 0..m {
         let row = &a[i * m..i * m + i];
@@ -575,7 +870,6 @@ fn cholesky_solve(a: &mut [f64], m: usize, b: &mut [f64]) -> bool {
         let s = (i + 1..m).map(|k| a[k * m + i] * b[k]).sum::<f64>();
         b[i] = (b[i] - s) / a[i * m + i];
     }
-    true
 }
 
 /// Forward kinematics of `pose` into `frames` and the residual (rows as `J`'s) into `residual`;
@@ -621,7 +915,7 @@ fn goal_residual(problem: &Problem, gi: usize, frames: &Frames) -> (DVec3, Optio
     let w = g.weight.sqrt();
     let position = (g.target - frames.effector(g.bone, g.use_tail)) * w;
     let orientation = g.orientation.map(|q| {
-        rotation_vector((q * frames.rotations[g.bone].conjugate()).normalize()) * (w * problem.topology().chain_reach[gi])
+        rotation_vector((q * frames.rotations[g.bone].conjugate()).normalize()) * (w * problem.angle_scale(gi))
     });
     (position, orientation)
 }
@@ -808,7 +1102,20 @@ mod tests {
                 columns.push((0..m).map(|i| -(plus[i] - minus[i]) / (2.0 * eps)).collect::<Vec<_>>());
             }
         }
-        assert_eq!(columns.len(), 8 * 3 - 2 + 3, "unknowns: eight bones × 3 axes less the hinge's two, and the root's translation");
+        // Unknowns: a hinge's one axis; three for a bone an orientation goal moves (less the
+        // blocked direction's, which projects them onto a plane); two across any other bone
+        // (one when blocked); three for the root's translation.
+        for joint in &steps.joints {
+            let expected = match joint.bone {
+                None => 3,
+                Some(b) if matches!(problem.rig().bone(b).limit.swing, Swing::Hinge(_)) => 1,
+                Some(b) if steps.twist_free[b] => 3,
+                Some(b) if steps.blocked[b].is_some() => 1,
+                Some(_) => 2,
+            };
+            assert_eq!(joint.count, expected, "{joint:?}");
+        }
+        assert!(steps.twist_free.iter().any(|&f| f) && steps.twist_free.iter().any(|&f| !f));
         for i in 0..m {
             for j in 0..=i {
                 let dense: f64 = columns.iter().map(|col| col[i] * col[j]).sum();
@@ -820,7 +1127,8 @@ mod tests {
         let y: Vec<f64> = (0..m).map(|i| 1e-3 * ((i as f64 * 1.7).sin())).collect();
         steps.rhs.copy_from_slice(&y);
         let mut trial = pose.clone();
-        steps.apply_step(&problem, &pose, &mut trial);
+        steps.kept_twist = pose.rotations.iter().map(|&q| swing_twist_y(q).1).collect();
+        steps.apply_step(&problem, &pose, &mut trial, 0.0, false);
         let mut k = 0;
         for joint in &steps.joints {
             let mut turn = DVec3::ZERO;
@@ -836,11 +1144,52 @@ mod tests {
                 }
                 Some(b) => {
                     let world = steps.frames.rotations[b];
-                    let expected = pose.rotations[b] * from_rotation_vector(world.conjugate() * turn);
+                    let mut expected = pose.rotations[b] * from_rotation_vector(world.conjugate() * turn);
+                    if !steps.twist_free[b] && !matches!(problem.rig().bone(b).limit.swing, Swing::Hinge(_)) {
+                        // A swinging bone keeps its twist.
+                        expected = swing_twist_y(expected).0 * steps.kept_twist[b];
+                    }
                     let got = trial.rotations[b];
                     assert!(angle_between(got, expected) < 1e-9, "bone {b}: turned {got:?}, finite differences give {expected:?}");
                 }
             }
+        }
+    }
+
+    /// The turn toward the reference moves the residual by `−J d` to first order.
+    #[test]
+    fn the_pull_toward_the_reference_moves_the_residual_by_j_d() {
+        let (problem, pose) = torso();
+        let mut steps = DlsSteps::default();
+        let reference = Pose {
+            rotations: (0..8).map(|i| DQuat::from_euler(glam::EulerRot::XYZ, -0.07 * i as f64, 0.1, 0.03 * i as f64)).collect(),
+            root_translation: DVec3::new(0.3, 0.1, -0.2),
+        };
+        steps.reference = Some(reference);
+        steps.collect_joints(&problem);
+        let m = 6 + 3 + 3 + 1;
+        for v in [&mut steps.residual, &mut steps.trial_residual, &mut steps.rhs] {
+            v.resize(m, 0.0);
+        }
+        steps.gram.resize(m * m, 0.0);
+        steps.blocked = vec![None; 8];
+        steps.kept_twist = pose.rotations.iter().map(|&q| swing_twist_y(q).1).collect();
+        evaluate(&problem, &steps.tree_poles, &pose, &mut steps.frames, &mut steps.residual);
+        let r0 = steps.residual.clone();
+        steps.linearize(&problem);
+        steps.turns_toward_reference(&problem, &pose);
+        let beta = 1e-6;
+        steps.rhs.fill(0.0);
+        steps.subtract_j_toward(beta);
+        let predicted = steps.rhs.clone();
+        steps.rhs.fill(0.0);
+        let mut trial = pose.clone();
+        steps.apply_step(&problem, &pose, &mut trial, beta, false);
+        let mut r1 = vec![0.0; m];
+        evaluate(&problem, &steps.tree_poles, &trial, &mut Frames::default(), &mut r1);
+        for i in 0..m {
+            let got = r1[i] - r0[i];
+            assert!((got - predicted[i]).abs() < 1e-3 * beta, "row {i}: moved {got:e}, J d predicts {:e}", predicted[i]);
         }
     }
 

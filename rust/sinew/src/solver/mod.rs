@@ -9,6 +9,7 @@
 mod dls;
 mod fabrik;
 mod jacobian;
+mod reference;
 
 pub use dls::Dls;
 pub use fabrik::Fabrik;
@@ -85,7 +86,11 @@ pub struct Solution {
     pub iterations: u32,
     /// Per goal: distance from its effector to its target after the solve.
     pub residuals: Vec<f64>,
-    /// Whether every goal is within tolerance.
+    /// Per goal: the angle (radians) from its effector bone's frame to its target orientation
+    /// after the solve (0 for a goal without one).
+    pub orientation_residuals: Vec<f64>,
+    /// Whether every goal is within tolerance: its distance within `tolerance`, and its
+    /// orientation within `tolerance / reach` radians ([`Problem::goal_met`]).
     pub reached: bool,
     /// Why the solver stopped.
     pub stop: StopReason,
@@ -100,21 +105,27 @@ impl Solution {
     /// joint positions that met the targets but whose pose misses them by round-off (of bones
     /// counted as connected, `Rig::is_connected`) make a `Converged` stop `Stalled`.
     pub(crate) fn of_solved(problem: &Problem, pose: Pose, frames: &Frames, iterations: u32, stop: StopReason, tolerance: f64) -> Self {
-        let residuals: Vec<f64> =
-            problem.goals().iter().map(|g| (frames.effector(g.bone, g.use_tail) - g.target).length()).collect();
-        let reached = residuals.iter().all(|&r| r <= tolerance);
+        let (residuals, orientation_residuals): (Vec<f64>, Vec<f64>) = (0..problem.goals().len()).map(|gi| problem.goal_errors(gi, frames)).unzip();
+        let reached = (0..problem.goals().len()).all(|gi| problem.goal_met(gi, frames, tolerance));
         let stop = match stop {
             _ if reached => StopReason::Converged,
             StopReason::Converged => StopReason::Stalled,
             other => other,
         };
-        Solution { pose, iterations, residuals, reached, stop }
+        Solution { pose, iterations, residuals, orientation_residuals, reached, stop }
     }
 
-    /// The largest per-goal residual (0 without goals).
+    /// The largest per-goal residual (0 without goals; NaN if any residual is NaN).
     #[must_use]
     pub fn worst_residual(&self) -> f64 {
-        self.residuals.iter().copied().fold(0.0, f64::max)
+        self.residuals.iter().copied().fold(0.0, |a, r| if r.is_nan() || a.is_nan() { f64::NAN } else { a.max(r) })
+    }
+
+    /// The largest per-goal orientation residual, radians (0 without orientation goals; NaN if
+    /// any is NaN).
+    #[must_use]
+    pub fn worst_orientation_residual(&self) -> f64 {
+        self.orientation_residuals.iter().copied().fold(0.0, |a, r| if r.is_nan() || a.is_nan() { f64::NAN } else { a.max(r) })
     }
 
     /// This solution if every goal was reached.
@@ -168,8 +179,10 @@ pub trait Solver: std::fmt::Debug + Send {
 }
 
 /// What every solve begins with: the settings checked, `start` checked against the problem's rig,
-/// and its rotations normalised into `start_locals` (the solver's scratch space, which
-/// [`settle`] takes back).
+/// and its rotations normalised and clamped into their limits into `start_locals` (the solver's
+/// scratch space, which [`settle`] takes back): a start outside a limit is brought inside before
+/// anything else, so a solution never keeps a pose outside a limit because it met the goals
+/// there.
 ///
 /// # Errors
 /// [`Error::BadSetting`], or the errors of [`Problem::check_pose`].
@@ -177,7 +190,12 @@ pub(crate) fn begin_solve(settings: &SolveSettings, problem: &Problem, start: &P
     let settings = settings.validated()?;
     problem.check_pose(start)?;
     start_locals.clear();
-    start_locals.extend(start.rotations.iter().map(|&q| crate::geometry::unit_start(q)));
+    let rig = problem.rig();
+    start_locals.extend(start.rotations.iter().enumerate().map(|(i, &q)| {
+        let q = crate::geometry::unit_start(q);
+        let limit = &rig.bone(i).limit;
+        if limit.locked { q } else { limit.clamp(q) }
+    }));
     Ok(settings)
 }
 
@@ -238,6 +256,10 @@ pub struct FrameTargets<'a> {
     pub orientations: Option<&'a [DQuat]>,
     /// Optional `poles[f * goals + g]` (goals without pole ignore theirs).
     pub poles: Option<&'a [DVec3]>,
+    /// Optional per-frame reference poses: `references[f * bones + b]` is bone `b`'s rotation
+    /// in frame `f`'s reference ([`Problem::reference`]: in a DCC, the pose before IK at that
+    /// frame, its keyed animation). Without it every frame uses the problem's reference.
+    pub references: Option<&'a [DQuat]>,
 }
 
 /// Solves a whole range of frames, each warm-started from the previous frame's solution
@@ -277,6 +299,12 @@ pub fn solve_sequence(
     if let Some(p) = inputs.poles {
         check("pole targets (frames × goals)", p.len())?;
     }
+    let n = problem.rig().len();
+    if let Some(r) = inputs.references
+        && r.len() != frames * n
+    {
+        return Err(Error::ShapeMismatch { what: "reference rotations (frames × bones)".into(), expected: frames * n, got: r.len() });
+    }
     let mut problem = problem.clone();
     // Validate every input up front so a bad frame cannot leave a half-written result.
     let bad = |k: usize, what: &str| Error::BadGoal { goal: k % g.max(1), reason: format!("{what} at frame {} is not finite", k / g.max(1)) };
@@ -291,6 +319,12 @@ pub fn solve_sequence(
         && let Some(k) = p.iter().position(|t| !t.is_finite()) {
             return Err(bad(k, "pole target"));
         }
+    if let Some(r) = inputs.references
+        && let Some(k) = r.iter().position(|q| !q.is_finite() || q.length() < 1e-9)
+    {
+        return Err(Error::NonFinite { what: format!("reference rotation of bone \"{}\" at frame {} (or it has zero length)", problem.rig().bone(k % n).name, k / n) });
+    }
+    let mut reference = problem.reference().cloned().unwrap_or_else(|| Pose::rest(n));
     let mut pose = problem.checked_pose(start)?;
     // Chains with a pole Blender keeps (no other goal moves their bones) start every frame from
     // `start`, as Blender's IK starts every evaluation from the pose before IK: the pole turn is
@@ -310,6 +344,10 @@ pub fn solve_sequence(
                 && problem.goals()[gi].pole.is_some() {
                     problem.set_pole_target(gi, p[k])?;
                 }
+        }
+        if let Some(r) = inputs.references {
+            reference.rotations.copy_from_slice(&r[f * n..(f + 1) * n]);
+            problem.set_reference(Some(&reference))?;
         }
         for (k, &b) in restart.iter().enumerate() {
             previous[k] = pose.rotations[b];
