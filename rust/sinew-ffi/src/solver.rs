@@ -127,7 +127,9 @@ pub struct sinew_solve_info {
     pub bone_count: usize,
     /// Number of goals (one residual each).
     pub goal_count: usize,
-    /// The largest residual (0 without goals).
+    /// The largest residual (0 without goals; NaN if any residual is NaN). The largest
+    /// orientation residual is not here: growing this struct would change its layout (a major
+    /// ABI change); read the angles with `sinew_solver_orientation_residuals`.
     pub worst_residual: f64,
 }
 
@@ -416,6 +418,28 @@ pub unsafe extern "C" fn sinew_solver_residuals(
     })
 }
 
+/// Copies the last solution's orientation residuals, one angle per goal (radians, from the
+/// effector bone's armature-space rotation to the goal's target orientation; 0 for a goal without
+/// orientation), into `out_residuals` (`out_residuals_len` ≥ the goal count; NULL allowed without
+/// goals). `sinew_solve_info.reached` already asks each orientation to be within
+/// `tolerance / reach` radians (`reach` the goal chain's length).
+///
+/// Errors: `NULL_ARGUMENT`, `MISALIGNED_POINTER`, `BUFFER_TOO_SMALL`, `NO_SOLUTION`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sinew_solver_orientation_residuals(
+    solver: *const sinew_solver,
+    out_residuals: *mut f64,
+    out_residuals_len: usize,
+) -> sinew_status {
+    ffi_status!({
+        // SAFETY: a live solver and an output buffer of the stated length (contract).
+        let sol = unsafe { get_ref(solver, "solver") }?.last()?;
+        let out = unsafe { OutBuf::new(out_residuals, out_residuals_len, sol.orientation_residuals.len(), "out_residuals") }?;
+        out.set_all(0, sol.orientation_residuals.iter().copied());
+        Ok(())
+    })
+}
+
 /// Writes the last solution's summary (iterations, stop reason, reached, counts, worst residual)
 /// to `*out_info`.
 ///
@@ -445,6 +469,9 @@ pub unsafe extern "C" fn sinew_solver_info(solver: *const sinew_solver, out_info
 /// - `out_root_translations`: ≥ F·3 doubles;
 /// - `out_residuals`: ≥ F·G doubles (may be NULL when G = 0);
 /// - `out_infos`: NULL, or ≥ F `sinew_solve_info`.
+///
+/// Every frame uses the problem's reference pose (`sinew_problem_set_reference`); for a
+/// reference per frame use `sinew_solver_solve_sequence_with_references`.
 ///
 /// Every input and buffer length is checked before the first frame is solved, so on error no
 /// output has been written.
@@ -476,65 +503,189 @@ pub unsafe extern "C" fn sinew_solver_solve_sequence(
     out_infos_len: usize,
 ) -> sinew_status {
     ffi_status!({
-        // SAFETY (all blocks below): live handles (the solver exclusive) and arrays of the
-        // stated lengths, by the header's contract. Inputs are copied before outputs are
-        // written, so aliasing between them is harmless.
-        let s = unsafe { get_mut(solver, "solver") }?;
-        let p = unsafe { get_ref(problem, "problem") }?;
-        let n = p.problem.rig().len();
-        let g = p.problem.goals().len();
-        let fg = args::mul(frames, g, "frames × goals")?;
-        let start = unsafe { start_pose(p, start_rotations, start_rotations_len, start_root_translation) }?;
-        let targets: Vec<DVec3> = unsafe { copy_exact(targets, targets_len, args::mul(fg, 3, "targets")?, "targets") }?
-            .chunks_exact(3)
-            .map(|t| DVec3::new(t[0], t[1], t[2]))
-            .collect();
-        let orientations: Option<Vec<DQuat>> = if orientations_wxyz.is_null() {
-            None
-        } else {
-            let o = unsafe {
-                copy_exact(orientations_wxyz, orientations_wxyz_len, args::mul(fg, 4, "orientations")?, "orientations_wxyz")
-            }?;
-            Some(o.chunks_exact(4).map(args::quat_wxyz).collect())
-        };
-        let poles: Option<Vec<DVec3>> = if pole_targets.is_null() {
-            None
-        } else {
-            let o = unsafe { copy_exact(pole_targets, pole_targets_len, args::mul(fg, 3, "pole_targets")?, "pole_targets") }?;
-            Some(o.chunks_exact(3).map(|t| DVec3::new(t[0], t[1], t[2])).collect())
-        };
-        let rot = unsafe {
-            OutBuf::new(out_rotations, out_rotations_len, args::mul(args::mul(frames, n, "rotations")?, 4, "rotations")?, "out_rotations")
-        }?;
-        let root = unsafe {
-            OutBuf::new(out_root_translations, out_root_translations_len, args::mul(frames, 3, "root")?, "out_root_translations")
-        }?;
-        let res = unsafe { OutBuf::new(out_residuals, out_residuals_len, fg, "out_residuals") }?;
-        let infos = if out_infos.is_null() {
-            None
-        } else {
-            Some(unsafe { OutBuf::new(out_infos, out_infos_len, frames, "out_infos") }?)
-        };
-        check_frame_inputs(p, orientations.as_deref(), poles.as_deref())?;
-        if frames == 0 {
-            return Ok(());
+        // SAFETY: forwarded contract; no references, no orientation residuals.
+        unsafe {
+            solve_sequence_impl(
+                solver, problem, start_rotations, start_rotations_len, start_root_translation, frames,
+                targets, targets_len, orientations_wxyz, orientations_wxyz_len, pole_targets, pole_targets_len,
+                std::ptr::null(), 0,
+                out_rotations, out_rotations_len, out_root_translations, out_root_translations_len,
+                out_residuals, out_residuals_len, std::ptr::null_mut(), 0, out_infos, out_infos_len,
+            )
         }
-        let inputs = FrameTargets { targets: &targets, orientations: orientations.as_deref(), poles: poles.as_deref(), references: None };
-        let mut last = None;
-        solve_sequence(s.solver.as_mut(), &p.problem, &start, frames, inputs, |f, sol| {
-            for (i, q) in sol.pose.rotations.iter().enumerate() {
-                rot.set_all((f * n + i) * 4, args::wxyz(*q));
-            }
-            root.set_all(f * 3, sol.pose.root_translation.to_array());
-            res.set_all(f * g, sol.residuals.iter().copied());
-            if let Some(infos) = &infos {
-                infos.set(f, sinew_solve_info::of(sol));
-            }
-            if f + 1 == frames {
-                last = Some(sol.clone());
-            }
-        })?;
-        s.last = last;
-        Ok(())
     })
+}
+
+/// As `sinew_solver_solve_sequence`, with a reference pose per frame and the orientation
+/// residuals per frame (ABI 0.2).
+///
+/// - `references_wxyz`: NULL (every frame uses the problem's reference pose,
+///   `sinew_problem_set_reference`), or F·N·4 doubles `[(f·N + i)·4 + (w, x, y, z)]`: frame f's
+///   reference rotation of bone i, local to its rest frame. In a DCC this is the pose before IK
+///   at each frame (the keyed animation), so the freedom the goals leave follows the keys. The
+///   root translation of every frame's reference is the problem's reference's (zero without
+///   one). `references_wxyz_len` must equal F·N·4; NULL needs length 0.
+/// - `out_orientation_residuals`: NULL, or ≥ F·G doubles: per frame and goal, the angle (radians)
+///   from the effector bone's rotation to the goal's orientation (0 for goals without one).
+///
+/// Every input and buffer length is checked (and every reference rotation is checked to be finite
+/// and non-zero) before the first frame is solved, so on error no output has been written.
+///
+/// Errors: as `sinew_solver_solve_sequence`; `NON_FINITE` also for a NaN or zero reference
+/// quaternion (the message names the bone and frame).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sinew_solver_solve_sequence_with_references(
+    solver: *mut sinew_solver,
+    problem: *const sinew_problem,
+    start_rotations: *const f64,
+    start_rotations_len: usize,
+    start_root_translation: *const f64,
+    frames: usize,
+    targets: *const f64,
+    targets_len: usize,
+    orientations_wxyz: *const f64,
+    orientations_wxyz_len: usize,
+    pole_targets: *const f64,
+    pole_targets_len: usize,
+    references_wxyz: *const f64,
+    references_wxyz_len: usize,
+    out_rotations: *mut f64,
+    out_rotations_len: usize,
+    out_root_translations: *mut f64,
+    out_root_translations_len: usize,
+    out_residuals: *mut f64,
+    out_residuals_len: usize,
+    out_orientation_residuals: *mut f64,
+    out_orientation_residuals_len: usize,
+    out_infos: *mut sinew_solve_info,
+    out_infos_len: usize,
+) -> sinew_status {
+    ffi_status!({
+        // SAFETY: forwarded contract.
+        unsafe {
+            solve_sequence_impl(
+                solver, problem, start_rotations, start_rotations_len, start_root_translation, frames,
+                targets, targets_len, orientations_wxyz, orientations_wxyz_len, pole_targets, pole_targets_len,
+                references_wxyz, references_wxyz_len,
+                out_rotations, out_rotations_len, out_root_translations, out_root_translations_len,
+                out_residuals, out_residuals_len, out_orientation_residuals, out_orientation_residuals_len,
+                out_infos, out_infos_len,
+            )
+        }
+    })
+}
+
+/// The body of both sequence functions.
+///
+/// # Safety
+/// The header's contract for `sinew_solver_solve_sequence_with_references`.
+unsafe fn solve_sequence_impl(
+    solver: *mut sinew_solver,
+    problem: *const sinew_problem,
+    start_rotations: *const f64,
+    start_rotations_len: usize,
+    start_root_translation: *const f64,
+    frames: usize,
+    targets: *const f64,
+    targets_len: usize,
+    orientations_wxyz: *const f64,
+    orientations_wxyz_len: usize,
+    pole_targets: *const f64,
+    pole_targets_len: usize,
+    references_wxyz: *const f64,
+    references_wxyz_len: usize,
+    out_rotations: *mut f64,
+    out_rotations_len: usize,
+    out_root_translations: *mut f64,
+    out_root_translations_len: usize,
+    out_residuals: *mut f64,
+    out_residuals_len: usize,
+    out_orientation_residuals: *mut f64,
+    out_orientation_residuals_len: usize,
+    out_infos: *mut sinew_solve_info,
+    out_infos_len: usize,
+) -> FfiResult<()> {
+    // SAFETY (all blocks below): live handles (the solver exclusive) and arrays of the
+    // stated lengths, by the header's contract. Inputs are copied before outputs are
+    // written, so aliasing between them is harmless.
+    let s = unsafe { get_mut(solver, "solver") }?;
+    let p = unsafe { get_ref(problem, "problem") }?;
+    let n = p.problem.rig().len();
+    let g = p.problem.goals().len();
+    let fg = args::mul(frames, g, "frames × goals")?;
+    let start = unsafe { start_pose(p, start_rotations, start_rotations_len, start_root_translation) }?;
+    let targets: Vec<DVec3> = unsafe { copy_exact(targets, targets_len, args::mul(fg, 3, "targets")?, "targets") }?
+        .chunks_exact(3)
+        .map(|t| DVec3::new(t[0], t[1], t[2]))
+        .collect();
+    let orientations: Option<Vec<DQuat>> = if orientations_wxyz.is_null() {
+        None
+    } else {
+        let o = unsafe {
+            copy_exact(orientations_wxyz, orientations_wxyz_len, args::mul(fg, 4, "orientations")?, "orientations_wxyz")
+        }?;
+        Some(o.chunks_exact(4).map(args::quat_wxyz).collect())
+    };
+    let poles: Option<Vec<DVec3>> = if pole_targets.is_null() {
+        None
+    } else {
+        let o = unsafe { copy_exact(pole_targets, pole_targets_len, args::mul(fg, 3, "pole_targets")?, "pole_targets") }?;
+        Some(o.chunks_exact(3).map(|t| DVec3::new(t[0], t[1], t[2])).collect())
+    };
+    let references: Option<Vec<DQuat>> = if references_wxyz.is_null() {
+        if references_wxyz_len != 0 {
+            return Err(FfiError::new(sinew_status::NullArgument, "references_wxyz is NULL but references_wxyz_len is not 0"));
+        }
+        None
+    } else {
+        let len = args::mul(args::mul(frames, n, "references")?, 4, "references")?;
+        let r = unsafe { copy_exact(references_wxyz, references_wxyz_len, len, "references_wxyz") }?;
+        Some(r.chunks_exact(4).map(args::quat_wxyz).collect())
+    };
+    let rot = unsafe {
+        OutBuf::new(out_rotations, out_rotations_len, args::mul(args::mul(frames, n, "rotations")?, 4, "rotations")?, "out_rotations")
+    }?;
+    let root = unsafe {
+        OutBuf::new(out_root_translations, out_root_translations_len, args::mul(frames, 3, "root")?, "out_root_translations")
+    }?;
+    let res = unsafe { OutBuf::new(out_residuals, out_residuals_len, fg, "out_residuals") }?;
+    let ores = if out_orientation_residuals.is_null() {
+        None
+    } else {
+        Some(unsafe { OutBuf::new(out_orientation_residuals, out_orientation_residuals_len, fg, "out_orientation_residuals") }?)
+    };
+    let infos = if out_infos.is_null() {
+        None
+    } else {
+        Some(unsafe { OutBuf::new(out_infos, out_infos_len, frames, "out_infos") }?)
+    };
+    check_frame_inputs(p, orientations.as_deref(), poles.as_deref())?;
+    if frames == 0 {
+        return Ok(());
+    }
+    let inputs = FrameTargets {
+        targets: &targets,
+        orientations: orientations.as_deref(),
+        poles: poles.as_deref(),
+        references: references.as_deref(),
+    };
+    let mut last = None;
+    solve_sequence(s.solver.as_mut(), &p.problem, &start, frames, inputs, |f, sol| {
+        for (i, q) in sol.pose.rotations.iter().enumerate() {
+            rot.set_all((f * n + i) * 4, args::wxyz(*q));
+        }
+        root.set_all(f * 3, sol.pose.root_translation.to_array());
+        res.set_all(f * g, sol.residuals.iter().copied());
+        if let Some(ores) = &ores {
+            ores.set_all(f * g, sol.orientation_residuals.iter().copied());
+        }
+        if let Some(infos) = &infos {
+            infos.set(f, sinew_solve_info::of(sol));
+        }
+        if f + 1 == frames {
+            last = Some(sol.clone());
+        }
+    })?;
+    s.last = last;
+    Ok(())
 }
