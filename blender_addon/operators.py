@@ -77,7 +77,7 @@ class SINEW_OT_solve(_SolverProps, bpy.types.Operator):
         worst = float(res.residuals.max()) if res.residuals.size else 0.0
         state = "reached" if res.reached else f"not reached ({res.stop_reason})"
         self.report({'INFO'}, f"Sinew: {len(res.problem.goals)} goal(s) {state}, {res.iterations} iterations, "
-                              f"worst residual {worst:.6g}, {res.seconds * 1000:.1f} ms")
+                              f"worst residual {worst:.6g}, {res.seconds * 1000:.1f} ms ({res.goal_report()})")
         return {'FINISHED'}
 
 
@@ -134,7 +134,8 @@ class SINEW_OT_bake(_SolverProps, bpy.types.Operator):
         not_reached = int((~r.reached).sum())
         extra = f", {not_reached} frame(s) not reached" if not_reached else ""
         self.report({'INFO'}, f"Sinew baked {n} frames in {r.seconds:.2f} s ({per * 1000:.2f} ms/frame, solve "
-                              f"{r.solve_seconds:.2f} s), worst residual {r.worst_residual:.6g}{extra}")
+                              f"{r.solve_seconds:.2f} s), worst residual {r.worst_residual:.6g}{extra} "
+                              f"(worst frame per goal: {r.goal_report()})")
 
     def execute(self, context):
         try:
