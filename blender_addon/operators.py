@@ -111,7 +111,7 @@ def solve_report(res):
     goals = res.problem.goals
     misses = res.misses
     worst = float(misses.max()) if misses.size else 0.0
-    tail = f"{res.iterations} iterations, worst residual {worst:.6g}, {res.seconds * 1000:.1f} ms"
+    tail = f"{res.iterations} iterations, worst residual {worst:.6g}, {res.seconds * 1000:.1f} ms ({res.goal_report()})"
     if res.reached_in_blender:
         return {'INFO'}, f"Sinew: {len(goals)} goal(s) reached, {tail}"
     tol = pipeline.verify_tolerance(res.tolerance)
@@ -193,7 +193,8 @@ class SINEW_OT_bake(_SolverProps, bpy.types.Operator):
             worst = float(r.misses.max()) if r.misses.size else 0.0
             checked = f"; Blender's evaluated pose checked at {len(r.checked_frames)} frames, worst miss {worst:.6g}"
         self.report({'INFO'}, f"Sinew baked {n} frames in {r.seconds:.2f} s ({per * 1000:.2f} ms/frame, solve "
-                              f"{r.solve_seconds:.2f} s), worst residual {r.worst_residual:.6g}{extra}{checked}")
+                              f"{r.solve_seconds:.2f} s), worst residual {r.worst_residual:.6g}{extra}{checked} "
+                              f"(worst frame per goal: {r.goal_report()})")
         missed = r.blender_misses
         if missed:
             goals = job.problem.goals

@@ -2,13 +2,16 @@
 """The work behind the operators, as plain functions and a generator (tests drive these directly;
 headless Blender has no modal loop).
 
-* ``solve_pose``: one frame, from the current pose.
+* ``solve_pose``: one frame, from the current pose, which is also the reference pose (where the
+  freedom the goals leave falls back to: the pose before IK, as Blender's IK starts from).
 * ``BakeJob``: a frame range. ``steps()`` samples the targets over the range, solves with
   ``solve_sequence`` and writes the keys at the very end, yielding progress in between, so a
   modal operator can run it in chunks and cancel it without having changed anything.
   Targets that are plain objects animated only by F-curves are sampled from their F-curves
   (``sample_goals_from_fcurves``) when nothing the bake reads from the armature changes over the
-  range (``pose_is_static``); anything else is sampled by stepping the frames.
+  range (``pose_is_static``); anything else is sampled by stepping the frames. The same pass
+  samples each frame's FK pose of the moved bones (their action-evaluated local rotations, which
+  IK constraints never change) as that frame's reference pose for ``solve_sequence``.
 * ``problem_document``: the exact problem as ``sinew.problem/1`` JSON.
 
 Every read and check happens before the first write: an error leaves the scene as it was.
@@ -22,7 +25,7 @@ from dataclasses import dataclass, field
 
 import bpy
 import numpy as np
-from mathutils import Matrix
+from mathutils import Euler, Matrix, Quaternion
 
 from . import keys, rig_reader
 from .rig_reader import ReadError, engine
@@ -59,10 +62,16 @@ class SolveResult:
     seconds: float = 0.0
     misses: np.ndarray | None = None   # (G,) measured on Blender's evaluated pose after writing
     tolerance: float = 1e-4
+    orientation_residuals: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (G,) radians
 
     @property
     def reached_in_blender(self) -> bool:
         return self.misses is not None and bool(np.all(self.misses <= verify_tolerance(self.tolerance)))
+
+    def goal_report(self) -> str:
+        """Per goal: its effector's distance to the target and, for a goal with an orientation,
+        the angle left (see ``goal_report``)."""
+        return goal_report(self.problem, self.residuals, self.orientation_residuals)
 
 
 # Blender stores pose rotations in single precision: a solution within the tolerance may come
@@ -111,6 +120,25 @@ def itasc_note(ob, settings: Settings) -> str | None:
             f"{p.iterations} iterations) and its per-constraint weights were not used")
 
 
+def goal_report(problem: rig_reader.RigProblem, residuals, orientation_residuals) -> str:
+    """One line for every goal: ``bone: distance`` and, where the goal has an orientation,
+    ``, orientation error <degrees>°``. ``residuals`` and ``orientation_residuals`` are (G,) (one
+    solve) or (F, G) (a bake: the worst frame is reported)."""
+    res = np.asarray(residuals, dtype=np.float64)
+    ori = np.asarray(orientation_residuals, dtype=np.float64)
+    if res.ndim == 2:
+        res = res.max(axis=0) if len(res) else np.zeros(res.shape[1])
+    if ori.ndim == 2:
+        ori = ori.max(axis=0) if len(ori) else np.zeros(ori.shape[1])
+    parts = []
+    for i, g in enumerate(problem.goals):
+        text = f"{g.bone}: {res[i]:.3g}" if i < len(res) else f"{g.bone}: ?"
+        if g.use_orientation and i < len(ori):
+            text += f", orientation error {np.degrees(ori[i]):.3g}°"
+        parts.append(text)
+    return "; ".join(parts)
+
+
 def _snapshot_pose(ob):
     return {pb.name: (tuple(pb.location), tuple(pb.rotation_quaternion), tuple(pb.rotation_euler),
                       tuple(pb.rotation_axis_angle), tuple(pb.scale)) for pb in ob.pose.bones}
@@ -146,9 +174,12 @@ def solve_pose(context, ob, settings: Settings, *, key: bool = True) -> SolveRes
             raise ReadError(f'Action "{ad.action.name}" is linked and cannot be keyed: turn Insert Keyframes off, '
                             "or give the object a local action")
     pose, root_t = problem.pose_from_bones(ob.pose.bones)
+    # The current pose is the pose before IK (IK constraints never change the bones' own
+    # rotation channels): it is both where the solve starts and where the freedom the goals
+    # leave falls back to, so a goal already met leaves the pose as it is.
     try:
         sol = solver.solve(problem.rig, problem.engine_goals(*targets), pose=pose, root_translation=root_t,
-                           root=settings.root)
+                           root=settings.root, reference=pose, reference_root_translation=root_t)
     except sinew.SinewError as ex:
         raise ReadError(f"Sinew could not solve: {ex}") from ex
     rotations = np.asarray(sol.rotations)
@@ -165,7 +196,7 @@ def solve_pose(context, ob, settings: Settings, *, key: bool = True) -> SolveRes
     misses = evaluated_misses(problem, context.evaluated_depsgraph_get())
     return SolveResult(problem, rotations, np.asarray(sol.root_translation), np.asarray(sol.residuals),
                        int(sol.iterations), bool(sol.reached), str(sol.stop_reason), moved if key else [],
-                       time.perf_counter() - t0, misses, settings.tolerance)
+                       time.perf_counter() - t0, misses, settings.tolerance, np.asarray(sol.orientation_residuals))
 
 
 # --------------------------------------------------------------------------------------------
@@ -373,6 +404,59 @@ def sample_goals_from_fcurves(problem: rig_reader.RigProblem, frames, scene):
     return targets, orients, poles
 
 
+def bone_rotations_from_fcurves(ob, names, frames) -> np.ndarray | None:
+    """Local rotations (F, len(names), 4) wxyz of pose bones ``names`` of armature ``ob`` at each
+    of ``frames``, from the action's F-curves on their rotation channels, converted as
+    ``rig_reader.bone_quaternion`` converts an evaluated pose bone (each bone's own rotation
+    mode); channels without an F-curve keep the bone's current value. None when something other
+    than the object's own action may animate it (``action_fcurves``). What ``scene.frame_set(f)``
+    then ``bone_quaternion`` of the evaluated pose bone gives, without stepping the frames."""
+    curves = action_fcurves(ob)
+    if curves is None:
+        return None
+    nf = len(frames)
+    fl = [float(f) for f in frames]
+    wanted = {}
+    for j, name in enumerate(names):
+        pb = ob.pose.bones[name]
+        wanted[f'pose.bones["{bpy.utils.escape_identifier(name)}"]'] = (j, pb)
+    values = {}
+    for path, index, fc in curves:
+        m = _POSE_BONE_PATH.match(path)
+        if m is None or path[:m.end()] not in wanted:
+            continue
+        prop = path[m.end() + 1:]
+        size = {"rotation_quaternion": 4, "rotation_euler": 3, "rotation_axis_angle": 4}.get(prop)
+        if size is None or not 0 <= index < size:
+            continue
+        j, pb = wanted[path[:m.end()]]
+        key = (j, prop)
+        if key not in values:
+            values[key] = np.tile(np.array(getattr(pb, prop), dtype=np.float64), (nf, 1))
+        values[key][:, index] = fcurve_samples(fc, fl)
+    out = np.zeros((nf, len(names), 4))
+    for j, name in enumerate(names):
+        pb = ob.pose.bones[name]
+        mode = pb.rotation_mode
+        prop = ("rotation_quaternion" if mode == 'QUATERNION' else
+                "rotation_axis_angle" if mode == 'AXIS_ANGLE' else "rotation_euler")
+        v = values.get((j, prop))
+        if v is None:
+            out[:, j] = tuple(rig_reader.bone_quaternion(pb))
+            continue
+        for k in range(nf):
+            if mode == 'QUATERNION':
+                q = Quaternion(v[k])
+                q = Quaternion() if q.magnitude < 1e-9 else q.normalized()
+            elif mode == 'AXIS_ANGLE':
+                a = v[k]
+                q = Quaternion((a[1], a[2], a[3]), a[0]) if (a[1] or a[2] or a[3]) else Quaternion()
+            else:
+                q = Euler(v[k], mode).to_quaternion()
+            out[k, j] = tuple(q)
+    return out
+
+
 def pose_is_static(problem: rig_reader.RigProblem, *, only_moved: bool = True) -> bool:
     """True when nothing a bake reads from the armature's evaluated pose changes with the frame,
     so one evaluation serves the whole range: the pose of the bones above the chains (anchors and
@@ -380,8 +464,9 @@ def pose_is_static(problem: rig_reader.RigProblem, *, only_moved: bool = True) -
     ``only_moved=False``, every other bone's rotation.
 
     That holds when neither the armature object nor its data is driven or has NLA tracks, no
-    F-curve animates those bones (F-curves on the moved bones' rotations are fine: they only seed
-    the start pose, read at the first frame; bones outside that set may be animated when
+    F-curve animates those bones (F-curves on the moved bones' rotations are fine: they seed the
+    start pose, read at the first frame, and each frame's reference pose, read from the F-curves
+    by ``bone_rotations_from_fcurves``; bones outside that set may be animated when
     ``only_moved``), and none of those bones has a constraint in effect other than the Blender
     IK constraints the goals replace."""
     ob = problem.ob
@@ -441,6 +526,13 @@ class BakeResult:
     checked_frames: np.ndarray | None = None   # (K,) frames where Blender's evaluated pose was measured
     misses: np.ndarray | None = None           # (K, G) effector-to-target distances there (armature space)
     verify_seconds: float = 0.0
+    orientation_residuals: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # (F, G) radians
+    references: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 4)))  # (F, N, 4) FK pose per frame
+    problem: object = None         # the rig_reader.RigProblem baked
+
+    def goal_report(self) -> str:
+        """Per goal, its worst frame: distance and, for a goal with an orientation, the angle."""
+        return goal_report(self.problem, self.residuals, self.orientation_residuals)
 
     @property
     def seconds(self):
@@ -566,6 +658,11 @@ class BakeJob:
         others_rot = np.zeros((nf, len(others), 4))
         conn = [idx[n] for n in p.connectors]
         conn_rot = np.zeros((nf, len(conn), 4))
+        # Each frame's reference: the FK pose of the moved bones at that frame (their
+        # action-evaluated rotation channels; IK constraints never write those, so nothing needs
+        # muting), the start pose's rotations elsewhere (the engine keeps other bones as they are).
+        moved_idx = [idx[n] for n in moved]
+        moved_rot = np.zeros((nf, len(moved), 4))
         start_pose = start_root = None
         compat = {}
         fast = None
@@ -589,16 +686,28 @@ class BakeJob:
                 root_loc[k] = pbs[p.root_bone].location
             for j, n in enumerate(p.connectors):
                 conn_rot[k, j] = rig_reader.bone_quaternion(pbs[n])
+            if fast is None:
+                for j, n in enumerate(moved):
+                    moved_rot[k, j] = rig_reader.bone_quaternion(pbs[n])
             for j, n in enumerate(others):
                 others_rot[k, j] = rig_reader.bone_quaternion(pbs[n])
             if fast is None and (k + 1) % self.chunk == 0:
                 yield 0.5 * (k + 1) / nf
         if fast is not None:
-            # The pose does not change over the range: the first frame's holds for all.
+            # The pose does not change over the range: the first frame's holds for all. Only the
+            # moved bones' rotations may be animated (pose_is_static): read from their F-curves.
             targets[:], orients[:], poles[:] = fast
             rests[1:], root_loc[1:], conn_rot[1:], others_rot[1:] = rests[0], root_loc[0], conn_rot[0], others_rot[0]
+            fk = bone_rotations_from_fcurves(ob, moved, frames)
+            if fk is None:  # not expected: pose_is_static read the same F-curves
+                raise ReadError("Could not read the moved bones' keys from the action")
+            moved_rot[:] = fk
             yield 0.5
         p.check_samples(targets, orients, poles, [int(f) for f in frames])
+        references = np.tile(np.asarray(start_pose, dtype=np.float64), (nf, 1, 1))
+        references[:, moved_idx] = moved_rot
+        if not np.all(np.isfinite(references)):
+            raise ReadError("A keyed bone rotation is not finite in the frame range")
         sample_s = time.perf_counter() - t0
 
         # 2. Solve: one solve_sequence call, unless the bones above the chains (or the pinned
@@ -607,7 +716,9 @@ class BakeJob:
         per_frame = bool(np.any(np.abs(rests - rests[0]) > 1e-6))
         if conn and np.any(np.abs(np.einsum("fci,ci->fc", conn_rot, conn_rot[0])) < 1.0 - 1e-12):
             per_frame = True
-        if pinned and p.root_bone and np.any(np.abs(root_loc - root_loc[0]) > 1e-7):
+        if p.root_bone and np.any(np.abs(root_loc - root_loc[0]) > 1e-7):
+            # Pinned: the root sits at its keyed location each frame. Free: the keyed location
+            # is each frame's reference root translation (a sequence has one for all frames).
             per_frame = True
         goals = p.engine_goals(targets[0], orients[0], poles[0])
         use_orient = any(g.use_orientation for g in p.goals)
@@ -615,6 +726,7 @@ class BakeJob:
         rotations = np.zeros((nf, nb, 4))
         root_t = np.zeros((nf, 3))
         residuals = np.zeros((nf, ng))
+        orientation_residuals = np.zeros((nf, ng))
         iterations = np.zeros(nf, dtype=np.int64)
         reached = np.zeros(nf, dtype=bool)
         pose, root = np.array(start_pose), np.array(start_root)
@@ -626,10 +738,12 @@ class BakeJob:
                     rig, goals, targets[c0:c1],
                     orientations=orients[c0:c1] if use_orient else None,
                     pole_targets=poles[c0:c1] if use_poles else None,
-                    pose=pose, root_translation=root, root=self.settings.root)
+                    pose=pose, root_translation=root, root=self.settings.root,
+                    reference_root_translation=root_loc[0], references=references[c0:c1])
                 rotations[c0:c1] = res.rotations
                 root_t[c0:c1] = res.root_translations
                 residuals[c0:c1] = res.residuals
+                orientation_residuals[c0:c1] = res.orientation_residuals
                 iterations[c0:c1] = res.iterations
                 reached[c0:c1] = res.reached
             else:
@@ -640,10 +754,12 @@ class BakeJob:
                         root = root_loc[k]
                     pose[conn] = conn_rot[k]
                     sol = self.solver.solve(rig, p.engine_goals(targets[k], orients[k], poles[k]), pose=pose,
-                                            root_translation=root, root=self.settings.root)
+                                            root_translation=root, root=self.settings.root,
+                                            reference=references[k], reference_root_translation=root_loc[k])
                     rotations[k] = sol.rotations
                     root_t[k] = sol.root_translation
                     residuals[k] = sol.residuals
+                    orientation_residuals[k] = sol.orientation_residuals
                     iterations[k] = sol.iterations
                     reached[k] = sol.reached
                     pose, root = np.array(rotations[k]), np.array(root_t[k])
@@ -678,7 +794,7 @@ class BakeJob:
         self.result = BakeResult(frames, list(p.names), rotations, root_t, residuals, iterations, reached, list(keyed),
                                  action, prev, muted, per_frame, sample_s, solve_s, write_s, list(p.warnings),
                                  "fcurves" if fast is not None else "frames", note, self.settings.tolerance,
-                                 checked, misses, verify_s)
+                                 checked, misses, verify_s, orientation_residuals, references, p)
         yield 1.0
 
     def _write(self, frames, keyed, keyed_rot, root_bone, root_t, compat):
@@ -721,7 +837,8 @@ class BakeJob:
 
 def problem_document(problem: rig_reader.RigProblem, targets, orients, poles, pose, root_translation,
                      settings: Settings) -> dict:
-    """The problem as ``sinew.problem/1`` (see rust/sinew/src/format.rs)."""
+    """The problem as ``sinew.problem/1`` (see rust/sinew/src/format.rs), with ``pose`` as both
+    the start pose and the reference pose, as ``solve_pose`` solves it."""
     bones = []
     for i, name in enumerate(problem.names):
         b = {"name": name, "parent": problem.names[problem.parents[i]] if problem.parents[i] >= 0 else None,
@@ -747,6 +864,9 @@ def problem_document(problem: rig_reader.RigProblem, targets, orients, poles, po
                      "tolerance": float(settings.tolerance)},
         "pose": {"rotations": [[float(v) for v in q] for q in pose],
                  "root_translation": [float(v) for v in root_translation]},
+        # IK Solve's reference is the pose it starts from (the pose before IK).
+        "reference": {"rotations": [[float(v) for v in q] for q in pose],
+                      "root_translation": [float(v) for v in root_translation]},
     }
 
 

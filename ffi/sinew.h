@@ -55,8 +55,10 @@
 
 /**
  * Minor version of the C ABI. It grows when functions, status codes or enum values are added.
+ * 2 added reference poses (`sinew_problem_set_reference`, `sinew_problem_reference`,
+ * `sinew_solver_solve_sequence_with_references`) and `sinew_solver_orientation_residuals`.
  */
-#define SINEW_ABI_VERSION_MINOR 1
+#define SINEW_ABI_VERSION_MINOR 2
 
 /**
  * What every `sinew_*` function that can fail returns.
@@ -385,8 +387,10 @@ typedef struct sinew_solve_info {
    */
   size_t goal_count;
   /**
-   * The largest residual (0 without goals; NaN if some residual is NaN, which a successful
-   * solve never returns).
+   * The largest residual (0 without goals; NaN if any residual is NaN, which a successful
+   * solve never returns). The largest orientation residual is not here: growing this struct
+   * would change its layout (a major ABI change); read the angles with
+   * `sinew_solver_orientation_residuals`.
    */
   double worst_residual;
 } sinew_solve_info;
@@ -762,6 +766,47 @@ sinew_status sinew_problem_start_pose(const struct sinew_problem *problem,
                                       double *out_root_translation);
 
 /**
+ * Sets the problem's reference pose: where the freedom the goals leave falls back to. Among
+ * the poses that meet the goals, a solve returns one near it (a spine shares its bend as the
+ * reference does, a limb keeps its bend plane, no bone twists unless a goal or pole asks). In a
+ * DCC it is the pose before IK: the keyed animation at the frame being solved.
+ *
+ * `rotations` holds N quaternions `[w, x, y, z]` (local to each bone's rest frame, as the start
+ * pose; normalised here) and `rotations_len` must be 4·N; `root_translation` is NULL (zero) or
+ * 3 doubles (bone 0's translation, used with `SINEW_ROOT_MODE_FREE`). Pass `rotations` = NULL
+ * (with `rotations_len` = 0 and `root_translation` = NULL) to clear it: the reference is then the
+ * rest pose, the default. A problem from JSON has the file's `"reference"`, if any.
+ *
+ * The reference survives `sinew_problem_add_goal`, `sinew_problem_clear_goals` and
+ * `sinew_problem_set_rig` with the same bone count; a rig with another bone count clears it.
+ * On error the problem is unchanged.
+ *
+ * Errors: `NULL_ARGUMENT` (problem; or `rotations` NULL with a non-zero length or a
+ * translation), `MISALIGNED_POINTER`, `SHAPE_MISMATCH` (`rotations_len` ≠ 4·N), `NON_FINITE`
+ * (a NaN or zero quaternion, a NaN translation), `INVALID_ARGUMENT` (sizes that overflow).
+ */
+sinew_status sinew_problem_set_reference(struct sinew_problem *problem,
+                                         const double *rotations,
+                                         size_t rotations_len,
+                                         const double *root_translation);
+
+/**
+ * Copies the problem's reference pose (see `sinew_problem_set_reference`) into
+ * `out_rotations` (at least 4·N doubles; `out_rotations_len` is its length in doubles) and
+ * `out_root_translation` (3 doubles; may be NULL), and writes to `*out_has_reference` whether
+ * one is set (1) or the reference is the rest pose (0; the buffers then receive the rest pose:
+ * identity rotations and a zero translation). `out_rotations` may be NULL with length 0 to ask
+ * only whether there is one.
+ *
+ * Errors: `NULL_ARGUMENT`, `MISALIGNED_POINTER`, `BUFFER_TOO_SMALL`.
+ */
+sinew_status sinew_problem_reference(const struct sinew_problem *problem,
+                                     double *out_rotations,
+                                     size_t out_rotations_len,
+                                     double *out_root_translation,
+                                     bool *out_has_reference);
+
+/**
  * Fills `*out_settings` with the defaults: FABRIK, 100 iterations, tolerance 1e-4, stall
  * tolerance 1e-7.
  */
@@ -862,6 +907,19 @@ sinew_status sinew_solver_residuals(const struct sinew_solver *solver,
                                     size_t out_residuals_len);
 
 /**
+ * Copies the last solution's orientation residuals, one angle per goal (radians, from the
+ * effector bone's armature-space rotation to the goal's target orientation; 0 for a goal without
+ * orientation), into `out_residuals` (`out_residuals_len` ≥ the goal count; NULL allowed without
+ * goals). `sinew_solve_info.reached` already asks each orientation to be within
+ * `tolerance / reach` radians (`reach` the goal chain's length).
+ *
+ * Errors: `NULL_ARGUMENT`, `MISALIGNED_POINTER`, `BUFFER_TOO_SMALL`, `NO_SOLUTION`.
+ */
+sinew_status sinew_solver_orientation_residuals(const struct sinew_solver *solver,
+                                                double *out_residuals,
+                                                size_t out_residuals_len);
+
+/**
  * Writes the last solution's summary (iterations, stop reason, reached, counts, worst residual)
  * to `*out_info`.
  *
@@ -885,6 +943,9 @@ sinew_status sinew_solver_info(const struct sinew_solver *solver,
  * - `out_root_translations`: ≥ F·3 doubles;
  * - `out_residuals`: ≥ F·G doubles (may be NULL when G = 0);
  * - `out_infos`: NULL, or ≥ F `sinew_solve_info`.
+ *
+ * Every frame uses the problem's reference pose (`sinew_problem_set_reference`); for a
+ * reference per frame use `sinew_solver_solve_sequence_with_references`.
  *
  * Every input and buffer length is checked before any array is read, and every input before the
  * first frame is solved, so on such an error no output has been written. Orientations and pole
@@ -917,6 +978,50 @@ sinew_status sinew_solver_solve_sequence(struct sinew_solver *solver,
                                          size_t out_residuals_len,
                                          struct sinew_solve_info *out_infos,
                                          size_t out_infos_len);
+
+/**
+ * As `sinew_solver_solve_sequence`, with a reference pose per frame and the orientation
+ * residuals per frame (ABI 0.2).
+ *
+ * - `references_wxyz`: NULL (every frame uses the problem's reference pose,
+ *   `sinew_problem_set_reference`), or F·N·4 doubles `[(f·N + i)·4 + (w, x, y, z)]`: frame f's
+ *   reference rotation of bone i, local to its rest frame. In a DCC this is the pose before IK
+ *   at each frame (the keyed animation), so the freedom the goals leave follows the keys. The
+ *   root translation of every frame's reference is the problem's reference's (zero without
+ *   one). `references_wxyz_len` must equal F·N·4; NULL needs length 0.
+ * - `out_orientation_residuals`: NULL, or ≥ F·G doubles: per frame and goal, the angle (radians)
+ *   from the effector bone's rotation to the goal's orientation (0 for goals without one).
+ *
+ * Every input and buffer length is checked (and every reference rotation is checked to be finite
+ * and non-zero) before the first frame is solved, so on error no output has been written.
+ *
+ * Errors: as `sinew_solver_solve_sequence`; `NON_FINITE` also for a NaN or zero reference
+ * quaternion (the message names the bone and frame).
+ */
+sinew_status sinew_solver_solve_sequence_with_references(struct sinew_solver *solver,
+                                                         const struct sinew_problem *problem,
+                                                         const double *start_rotations,
+                                                         size_t start_rotations_len,
+                                                         const double *start_root_translation,
+                                                         size_t frames,
+                                                         const double *targets,
+                                                         size_t targets_len,
+                                                         const double *orientations_wxyz,
+                                                         size_t orientations_wxyz_len,
+                                                         const double *pole_targets,
+                                                         size_t pole_targets_len,
+                                                         const double *references_wxyz,
+                                                         size_t references_wxyz_len,
+                                                         double *out_rotations,
+                                                         size_t out_rotations_len,
+                                                         double *out_root_translations,
+                                                         size_t out_root_translations_len,
+                                                         double *out_residuals,
+                                                         size_t out_residuals_len,
+                                                         double *out_orientation_residuals,
+                                                         size_t out_orientation_residuals_len,
+                                                         struct sinew_solve_info *out_infos,
+                                                         size_t out_infos_len);
 
 #ifdef __cplusplus
 }  // extern "C"

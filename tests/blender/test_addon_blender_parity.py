@@ -5,6 +5,7 @@ import math
 
 import bpy
 import pytest
+from mathutils import Quaternion, Vector
 
 import sinew_rigs as R
 
@@ -116,3 +117,76 @@ def test_use_tail_off_moves_the_bones_blender_moves():
         assert (R.world_head(ob, "b03") - t.location).length < 1e-3, solver
         assert locs["b00"].angle < 1e-6 and locs["b03"].angle < 1e-5, solver
         assert locs["b01"].angle > 0.05 and locs["b02"].angle > 0.05, solver
+
+
+def _limb_with_fk_keys(pole):
+    """The bent two-bone limb with FK keys on both bones (a rigger's animation), an IK target
+    that follows the keyed hand a few centimetres off it, and optionally a pole."""
+    ob = _two_bones_bent()
+    R.activate(ob)
+    bpy.ops.object.mode_set(mode='POSE')
+    for f, (a, b) in {1: (0.0, 0.2), 8: (0.3, 0.6), 16: (-0.2, 0.9), 24: (0.1, 0.4)}.items():
+        for name, angle, axis in (("b00", a, (0, 0, 1)), ("b01", b, (1, 0, 0))):
+            pb = ob.pose.bones[name]
+            pb.rotation_mode = 'QUATERNION'
+            pb.rotation_quaternion = Quaternion(axis, angle)
+            pb.keyframe_insert("rotation_quaternion", frame=f)
+    bpy.ops.object.mode_set(mode='OBJECT')
+    t = R.add_empty("T")
+    for f in range(1, 25):
+        bpy.context.scene.frame_set(f)
+        tip = R.world_tail(ob, "b01")
+        t.location = tip + Vector((0.03 * math.sin(f * 0.4), 0.02, -0.03 * math.cos(f * 0.3)))
+        t.keyframe_insert("location", frame=f)
+    con = ob.pose.bones["b01"].constraints.new('IK')
+    con.target, con.chain_count = t, 2
+    if pole:
+        p = R.add_empty("Pole", (0, -3, 1))
+        con.pole_target, con.pole_angle = p, math.radians(90)
+    R.activate(ob)
+    return ob, con
+
+
+@pytest.mark.parametrize("pole", [False, True])
+def test_a_bake_over_fk_keys_is_blenders_ik_from_those_keys(pole):
+    """Blender's IK solves every frame from the keyed pose; so does Sinew's bake (each frame's
+    keys are its reference): every bone within 2 degrees of Blender's, frame by frame."""
+    rotations = {}
+    for solver in ("blender", "sinew"):
+        bpy.ops.wm.read_homefile(use_empty=True)
+        ob, con = _limb_with_fk_keys(pole)
+        if solver == "sinew":
+            assert bpy.ops.sinew.bake(frame_start=1, frame_end=24) == {'FINISHED'}
+            assert con.mute
+        rotations[solver] = []
+        for f in range(1, 25):
+            bpy.context.scene.frame_set(f)
+            ev = ob.evaluated_get(R.depsgraph())
+            rotations[solver].append([ev.pose.bones[n].matrix.to_quaternion() for n in ("b00", "b01")])
+    worst = 0.0
+    for f, (qb, qs) in enumerate(zip(rotations["blender"], rotations["sinew"]), start=1):
+        for a, b in zip(qb, qs):
+            worst = max(worst, math.degrees(a.rotation_difference(b).angle))
+    assert worst < 2.0, worst
+
+
+def test_a_poleless_limb_bends_in_its_pre_bend_plane_as_blenders_does():
+    """A target in the plane the limb is pre-bent in (x = 0) keeps the knee in that plane, with
+    Blender's IK and with Sinew's IK Solve; a target off it moves the knee where Blender's does,
+    within 2 cm."""
+    for target, within in (((0.0, 0.2, 1.5), 1e-4), ((0.25, 0.2, 1.5), 0.02)):
+        knees = {}
+        for solver in ("blender", "sinew"):
+            bpy.ops.wm.read_homefile(use_empty=True)
+            ob = _two_bones_bent()
+            t = R.add_empty("T", target)
+            con = ob.pose.bones["b01"].constraints.new('IK')
+            con.target, con.chain_count = t, 2
+            R.activate(ob)
+            if solver == "sinew":
+                bpy.ops.sinew.solve()
+                con.mute = True
+            knees[solver] = R.world_head(ob, "b01").copy()
+        if target[0] == 0.0:
+            assert abs(knees["sinew"].x) < 1e-4 and abs(knees["blender"].x) < 1e-4, (tuple(knees["sinew"]), tuple(knees["blender"]))
+        assert (knees["sinew"] - knees["blender"]).length < within, (tuple(knees["sinew"]), tuple(knees["blender"]))

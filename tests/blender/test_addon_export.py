@@ -54,9 +54,13 @@ def test_export_loads_back_and_solves_to_the_same_rotations(addon, tmp_path):
     assert goals["R2"]["pole"]["angle"] == pytest.approx(math.radians(-30))
     assert goals["R2"]["chain_length"] == 3 and "orientation" in goals["L2"]
 
+    # IK Solve falls back to the pose it starts from: the file says so.
+    assert doc["reference"] == doc["pose"]
     rig, goals_, solver, pose, root_t, root = sinew.load_problem(text)
     assert rig.names == [b["name"] for b in doc["bones"]]
-    from_file = solver.solve(rig, goals_, pose=pose, root_translation=root_t, root=root)
+    from_file = solver.solve(rig, goals_, pose=pose, root_translation=root_t, root=root,
+                             reference=np.array(doc["reference"]["rotations"]),
+                             reference_root_translation=doc["reference"]["root_translation"])
 
     settings = addon.pipeline.Settings(max_iterations=80, tolerance=1e-5)
     res = addon.pipeline.solve_pose(bpy.context, ob, settings, key=False)

@@ -147,6 +147,8 @@ def test_bake_from_fcurves_equals_the_bake_stepping_frames(addon):
     fast, slow = results["auto"], results["frames"]
     assert fast.sampling == "fcurves" and slow.sampling == "frames"
     assert not fast.per_frame and not slow.per_frame
+    # Each frame's reference (the keyed pose before IK): from the F-curves, as stepping reads it.
+    np.testing.assert_allclose(fast.references, slow.references, atol=1e-6)
     np.testing.assert_array_equal(fast.iterations, slow.iterations)
     np.testing.assert_allclose(fast.residuals, slow.residuals, atol=1e-6)
     np.testing.assert_allclose(fast.rotations, slow.rotations, atol=1e-5)

@@ -188,6 +188,13 @@ BAD_SOLVES = {
     "root translation shape": (dict(root_translation=(0, 0)), sinew.ShapeError, "root_translation"),
     "root translation NaN": (dict(root_translation=(0, NAN, 0)), sinew.NonFiniteError, "root translation"),
     "root mode": (dict(root="floating"), sinew.SettingsError, "root mode"),
+    "reference shape": (dict(reference=np.tile([1.0, 0, 0, 0], (2, 1))), sinew.ShapeError, r"reference.*\(3, 4\)"),
+    "reference NaN": (dict(reference=np.full((3, 4), NAN)), sinew.NonFiniteError, "reference: rotation"),
+    "reference zero quaternion": (dict(reference=np.zeros((3, 4))), sinew.NonFiniteError, "reference: .*zero length"),
+    "reference root translation shape": (dict(reference_root_translation=(0, 0)), sinew.ShapeError,
+                                         "reference_root_translation"),
+    "reference root translation NaN": (dict(reference_root_translation=(0, NAN, 0)), sinew.NonFiniteError,
+                                       "reference: root translation"),
 }
 
 
@@ -213,6 +220,11 @@ BAD_SEQUENCES = {
                               sinew.GoalError, "frame 2"),
     "NaN orientation": (dict(goals=[goal(orientation=(1, 0, 0, 0))], orientations=np.full((4, 1, 4), NAN)),
                         sinew.GoalError, "goal 0: .*not finite"),
+    "references frames": (dict(references=np.tile([1.0, 0, 0, 0], (3, 3, 1))), sinew.ShapeError, r"\(4, 3, 4\)"),
+    "references bones": (dict(references=np.tile([1.0, 0, 0, 0], (4, 2, 1))), sinew.ShapeError, r"\(4, 3, 4\)"),
+    "zero reference in frame 3": (dict(references=np.where(np.arange(4)[:, None, None] == 3, 0.0,
+                                                           np.tile([1.0, 0, 0, 0], (4, 3, 1)))),
+                                  sinew.NonFiniteError, r'bone "b0" at frame 3'),
 }
 
 

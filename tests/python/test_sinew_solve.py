@@ -286,3 +286,89 @@ def test_shared_problem_files_solve_within_their_limits(path):
     assert np.isfinite(sol.rotations).all()
     for i in range(len(rig)):
         assert rig.limit_violation(i, sol.rotations[i]) <= 1e-9
+
+
+def _bent(n: int, phase: float = 0.0) -> np.ndarray:
+    """A pose of n bones, each bent a little about a different axis."""
+    return np.array([quat_axis_angle((1.0, 0.5 * np.sin(i + phase), 0.3), 0.15 + 0.02 * i + phase) for i in range(n)])
+
+
+def test_a_reference_pose_is_kept_where_the_goals_leave_it_free():
+    rig = chain(6)
+    reference = _bent(6)
+    target = effector(rig, reference)
+    solver = sinew.Solver(tolerance=1e-6)
+    sol = solver.solve(rig, [sinew.Goal("b5", target)], reference=reference)
+    assert sol.reached
+    worst = max(quat_angle(a, b) for a, b in zip(sol.rotations, reference))
+    assert worst < 1e-3, worst
+    # Without it the chain reaches the same target in another shape (the rest pose's way).
+    plain = solver.solve(rig, [sinew.Goal("b5", target)])
+    assert plain.reached
+    assert max(quat_angle(a, b) for a, b in zip(plain.rotations, reference)) > 1e-2
+    # A reference given as a list of lists, not normalised, is the same reference.
+    again = solver.solve(rig, [sinew.Goal("b5", target)], reference=(3.0 * reference).tolist())
+    np.testing.assert_allclose(again.rotations, sol.rotations, atol=1e-12)
+
+
+def test_orientation_residuals_are_the_angles_left():
+    rig = chain(4)
+    want = quat_axis_angle((0, 1, 0), 1.0)
+    goals = [sinew.Goal("b3", (1.0, 0.0, 2.5), orientation=want)]
+    sol = sinew.Solver(max_iterations=3).solve(rig, goals)
+    assert sol.orientation_residuals.shape == (1,) and sol.orientation_residuals.dtype == np.float64
+    _, _, world = rig.forward_kinematics(sol.rotations)
+    assert sol.orientation_residuals[0] == pytest.approx(quat_angle(world[3], want), abs=1e-9)
+    assert sol.worst_orientation_residual == sol.orientation_residuals[0]
+    # Unreachable orientation (the chain's reach forbids it with the target): not reached.
+    # A position goal has no orientation residual.
+    pos = sinew.Solver().solve(rig, [sinew.Goal("b3", (1.0, 0.0, 2.5))])
+    np.testing.assert_array_equal(pos.orientation_residuals, [0.0])
+    assert pos.worst_orientation_residual == 0.0
+    none = sinew.Solver().solve(rig, [])
+    assert none.orientation_residuals.shape == (0,) and none.worst_orientation_residual == 0.0
+    # An orientation goal far from met is not reached even when its position is.
+    flipped = quat_axis_angle((1, 0, 0), np.pi)
+    tip = effector(rig, np.tile(IDENTITY, (4, 1)))
+    sol = sinew.Solver(max_iterations=2).solve(rig, [sinew.Goal("b3", tip, orientation=flipped, chain_length=1)])
+    assert sol.worst_orientation_residual > 0.1
+    assert not sol.reached
+
+
+def test_sequence_follows_a_reference_per_frame():
+    rig = chain(6)
+    frames = 5
+    references = np.array([_bent(6, 0.05 * f) for f in range(frames)])
+    targets = np.array([[effector(rig, r)] for r in references])
+    goals = [sinew.Goal("b5", targets[0, 0])]
+    solver = sinew.Solver(tolerance=1e-6)
+    seq = solver.solve_sequence(rig, goals, targets, references=references)
+    assert seq.reached.all()
+    for f in range(frames):
+        worst = max(quat_angle(a, b) for a, b in zip(seq.rotations[f], references[f]))
+        assert worst < 1e-3, (f, worst)
+    assert seq.orientation_residuals.shape == (frames, 1)
+    np.testing.assert_array_equal(seq.orientation_residuals, 0.0)
+    # Without references every frame falls back to the rest pose's way: another shape.
+    plain = solver.solve_sequence(rig, goals, targets)
+    assert max(quat_angle(a, b) for a, b in zip(plain.rotations[-1], references[-1])) > 1e-2
+    # One reference for every frame is `reference`; `references` with that pose in every
+    # frame is the same thing.
+    one = solver.solve_sequence(rig, goals, targets, reference=references[2])
+    tiled = solver.solve_sequence(rig, goals, targets, references=np.tile(references[2], (frames, 1, 1)))
+    np.testing.assert_allclose(one.rotations, tiled.rotations, atol=1e-12)
+
+
+def test_sequence_orientation_residuals_match_single_solves():
+    rig = y_shape()
+    goals = [sinew.Goal("arm2.L", (2, 0, 4)), sinew.Goal("arm2.R", (-2, 0, 4), orientation=IDENTITY)]
+    F = 3
+    targets = np.array([[(2.0, 0.1 * f, 4.0), (-2.0, 0.0, 4.0 + 0.1 * f)] for f in range(F)])
+    orientations = np.tile(quat_axis_angle((0, 0, 1), 0.8), (F, 2, 1))
+    seq = sinew.Solver().solve_sequence(rig, goals, targets, orientations=orientations)
+    assert seq.orientation_residuals.shape == (F, 2)
+    np.testing.assert_array_equal(seq.orientation_residuals[:, 0], 0.0)
+    for f in range(F):
+        _, _, world = rig.forward_kinematics(seq.rotations[f])
+        bone = rig.names.index("arm2.R")
+        assert seq.orientation_residuals[f, 1] == pytest.approx(quat_angle(world[bone], orientations[f, 1]), abs=1e-9)

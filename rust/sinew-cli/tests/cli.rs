@@ -274,3 +274,71 @@ fn a_100k_bone_chain_checks() {
     assert!(stdout(&o).contains("100000 bones, 1 goals"), "{}", stdout(&o));
     eprintln!("sinew check of a {N}-bone chain: {:.3} s", elapsed.as_secs_f64());
 }
+
+/// The chain problem with its goal's target moved to `target`, an optional goal orientation and
+/// an optional `"reference"` object.
+fn chain_with(target: [f64; 3], orientation: Option<[f64; 4]>, reference: Option<&str>) -> String {
+    let goal = match orientation {
+        Some(q) => format!("{{\"bone\": \"link9\", \"target\": {target:?}, \"orientation\": {q:?}}}"),
+        None => format!("{{\"bone\": \"link9\", \"target\": {target:?}}}"),
+    };
+    let mut text = chain_text().replace("{\"bone\": \"link9\", \"target\": [0.45, 0.2, 0.6]}", &goal);
+    if let Some(r) = reference {
+        text = text.replace("\"settings\":", &format!("\"reference\": {r},\n  \"settings\":"));
+    }
+    text
+}
+
+#[test]
+fn solve_falls_back_to_the_reference_and_reports_orientation_residuals() {
+    // A bent reference pose, and the target exactly where it puts the effector: the solution
+    // is the reference itself (nothing else to do), and not what the rest-pose reference gives.
+    let lp = Problem::from_json(&chain_text()).unwrap();
+    let n = lp.problem.rig().len();
+    let bend: Vec<glam::DQuat> = (0..n).map(|i| glam::DQuat::from_rotation_x(0.12 + 0.01 * i as f64)).collect();
+    let reference = sinew::Pose { rotations: bend.clone(), root_translation: glam::DVec3::ZERO };
+    let tail = lp.problem.rig().forward(&reference).tails[n - 1].to_array();
+    let rotations: Vec<[f64; 4]> = bend.iter().map(|q| [q.w, q.x, q.y, q.z]).collect();
+    let ref_json = format!("{{\"rotations\": {rotations:?}}}");
+
+    let with_ref = scratch("reference", &chain_with(tail, None, Some(&ref_json)));
+    let o = sinew(&["solve", with_ref.to_str().unwrap(), "--require-reached"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let sol: SolutionFile = serde_json::from_str(&stdout(&o)).unwrap();
+    let got: Vec<glam::DQuat> = sol.rotations.iter().map(|q| glam::DQuat::from_xyzw(q[1], q[2], q[3], q[0])).collect();
+    let worst = got.iter().zip(&bend).map(|(a, b)| a.angle_between(*b)).fold(0.0, f64::max);
+    assert!(worst < 1e-3, "the solution leaves the reference by {worst} rad");
+    assert_eq!(sol.orientation_residuals, vec![0.0], "a position goal has no orientation residual");
+
+    let without = scratch("no_reference", &chain_with(tail, None, None));
+    let o = sinew(&["solve", without.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let plain: SolutionFile = serde_json::from_str(&stdout(&o)).unwrap();
+    let moved = plain.rotations.iter().zip(&sol.rotations).map(|(a, b)| (0..4).map(|k| (a[k] - b[k]).abs()).fold(0.0, f64::max)).fold(0.0, f64::max);
+    assert!(moved > 1e-3, "the reference made no difference");
+
+    // An orientation goal: its residual in the solution equals the core's.
+    let q = glam::DQuat::from_rotation_x(0.6);
+    let text = chain_with([0.0, -0.3, 0.9], Some([q.w, q.x, q.y, q.z]), Some(&ref_json));
+    let oriented = scratch("oriented", &text);
+    let o = sinew(&["solve", oriented.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let sol: SolutionFile = serde_json::from_str(&stdout(&o)).unwrap();
+    let core = core_solution(&oriented, |_| {});
+    assert_eq!(sol.orientation_residuals.len(), 1);
+    assert!((sol.orientation_residuals[0] - core.orientation_residuals[0]).abs() <= 1e-15);
+    let frames = Problem::from_json(&text).unwrap().problem.rig().forward(&core.pose);
+    let angle = frames.rotations[n - 1].angle_between(q);
+    assert!((sol.orientation_residuals[0] - angle).abs() < 1e-9, "{} vs {angle}", sol.orientation_residuals[0]);
+}
+
+#[test]
+fn bad_references_are_problem_errors() {
+    let short = scratch("short_reference", &chain_with([0.45, 0.2, 0.6], None, Some("{\"rotations\": [[1, 0, 0, 0]]}")));
+    assert_fails(&sinew(&["solve", short.to_str().unwrap()]), 1, &["reference", "10", "1"]);
+    let zeros = vec![[0.0f64; 4]; 10];
+    let zero = scratch("zero_reference", &chain_with([0.45, 0.2, 0.6], None, Some(&format!("{{\"rotations\": {zeros:?}}}"))));
+    assert_fails(&sinew(&["solve", zero.to_str().unwrap()]), 1, &["reference", "link0"]);
+    let typo = scratch("typo_reference", &chain_with([0.45, 0.2, 0.6], None, Some("{\"rotation\": []}")));
+    assert_fails(&sinew(&["solve", typo.to_str().unwrap()]), 1, &["rotation"]);
+}

@@ -39,7 +39,9 @@ pub use status::{sinew_last_error_message, sinew_status, sinew_status_name};
 pub const SINEW_ABI_VERSION_MAJOR: u32 = 0;
 
 /// Minor version of the C ABI. It grows when functions, status codes or enum values are added.
-pub const SINEW_ABI_VERSION_MINOR: u32 = 1;
+/// 2 added reference poses (`sinew_problem_set_reference`, `sinew_problem_reference`,
+/// `sinew_solver_solve_sequence_with_references`) and `sinew_solver_orientation_residuals`.
+pub const SINEW_ABI_VERSION_MINOR: u32 = 2;
 
 /// The library's version, e.g. `"0.1.0"`: a static NUL-terminated string. Do not free.
 #[unsafe(no_mangle)]

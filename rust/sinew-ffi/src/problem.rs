@@ -104,10 +104,15 @@ impl sinew_problem {
         Ok(Self { problem: lp.problem, names, method: lp.method, settings: lp.settings, start: lp.pose })
     }
 
-    /// Rebuilds the problem with other goals or another rig (goals are revalidated).
+    /// Rebuilds the problem with other goals or another rig (goals are revalidated). The
+    /// reference pose is kept while the bone count stays; otherwise it is cleared (as the start
+    /// pose becomes the rest pose).
     fn rebuild(&mut self, rig: sinew_core::Rig, goals: Vec<Goal>) -> FfiResult<()> {
         let n = rig.len();
-        self.problem = Problem::new(rig, goals, self.problem.root())?;
+        let reference = self.problem.reference().filter(|r| r.rotations.len() == n).cloned();
+        let mut problem = Problem::new(rig, goals, self.problem.root())?;
+        problem.set_reference(reference.as_ref())?;
+        self.problem = problem;
         if self.start.rotations.len() != n {
             self.start = Pose::rest(n);
         }
@@ -483,6 +488,108 @@ pub unsafe extern "C" fn sinew_problem_start_pose(
             root.set_all(0, p.start.root_translation.to_array());
         }
         Ok(())
+    })
+}
+
+/// Sets the problem's reference pose: where the freedom the goals leave falls back to. Among
+/// the poses that meet the goals, a solve returns one near it (a spine shares its bend as the
+/// reference does, a limb keeps its bend plane, no bone twists unless a goal or pole asks). In a
+/// DCC it is the pose before IK: the keyed animation at the frame being solved.
+///
+/// `rotations` holds N quaternions `[w, x, y, z]` (local to each bone's rest frame, as the start
+/// pose; normalised here) and `rotations_len` must be 4·N; `root_translation` is NULL (zero) or
+/// 3 doubles (bone 0's translation, used with `SINEW_ROOT_MODE_FREE`). Pass `rotations` = NULL
+/// (with `rotations_len` = 0 and `root_translation` = NULL) to clear it: the reference is then the
+/// rest pose, the default. A problem from JSON has the file's `"reference"`, if any.
+///
+/// The reference survives `sinew_problem_add_goal`, `sinew_problem_clear_goals` and
+/// `sinew_problem_set_rig` with the same bone count; a rig with another bone count clears it.
+/// On error the problem is unchanged.
+///
+/// Errors: `NULL_ARGUMENT` (problem; or `rotations` NULL with a non-zero length or a
+/// translation), `MISALIGNED_POINTER`, `SHAPE_MISMATCH` (`rotations_len` ≠ 4·N), `NON_FINITE`
+/// (a NaN or zero quaternion, a NaN translation), `INVALID_ARGUMENT` (sizes that overflow).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sinew_problem_set_reference(
+    problem: *mut sinew_problem,
+    rotations: *const f64,
+    rotations_len: usize,
+    root_translation: *const f64,
+) -> sinew_status {
+    ffi_status!({
+        // SAFETY: a live problem (exclusive), NULL or `rotations_len` doubles at `rotations`,
+        // NULL or 3 doubles at `root_translation` (contract).
+        let p = unsafe { get_mut(problem, "problem") }?;
+        if rotations.is_null() {
+            if rotations_len != 0 {
+                return Err(FfiError::new(sinew_status::NullArgument, "rotations is NULL but rotations_len is not 0"));
+            }
+            if !root_translation.is_null() {
+                return Err(FfiError::new(
+                    sinew_status::NullArgument,
+                    "rotations is NULL (clear the reference) but root_translation is not",
+                ));
+            }
+            p.problem.set_reference(None)?;
+            return Ok(());
+        }
+        let n = p.problem.rig().len();
+        let r = unsafe { args::copy_exact(rotations, rotations_len, args::mul(n, 4, "rotations")?, "rotations") }?;
+        let root = if root_translation.is_null() {
+            glam::DVec3::ZERO
+        } else {
+            args::vec3(unsafe { args::read_array::<3>(root_translation, "root_translation") }?)
+        };
+        let pose = Pose { rotations: r.chunks_exact(4).map(args::quat_wxyz).collect(), root_translation: root };
+        p.problem.set_reference(Some(&pose))?;
+        Ok(())
+    })
+}
+
+/// Copies the problem's reference pose (see `sinew_problem_set_reference`) into
+/// `out_rotations` (at least 4·N doubles; `out_rotations_len` is its length in doubles) and
+/// `out_root_translation` (3 doubles; may be NULL), and writes to `*out_has_reference` whether
+/// one is set (1) or the reference is the rest pose (0; the buffers then receive the rest pose:
+/// identity rotations and a zero translation). `out_rotations` may be NULL with length 0 to ask
+/// only whether there is one.
+///
+/// Errors: `NULL_ARGUMENT`, `MISALIGNED_POINTER`, `BUFFER_TOO_SMALL`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sinew_problem_reference(
+    problem: *const sinew_problem,
+    out_rotations: *mut f64,
+    out_rotations_len: usize,
+    out_root_translation: *mut f64,
+    out_has_reference: *mut bool,
+) -> sinew_status {
+    ffi_status!({
+        // SAFETY: a live problem; output buffers of the stated sizes (contract).
+        let p = unsafe { get_ref(problem, "problem") }?;
+        check_out(out_has_reference, "out_has_reference")?;
+        let n = p.problem.rig().len();
+        let rot = if out_rotations.is_null() && out_rotations_len == 0 {
+            None
+        } else {
+            Some(unsafe { OutBuf::new(out_rotations, out_rotations_len, args::mul(n, 4, "rotations")?, "out_rotations") }?)
+        };
+        let root = if out_root_translation.is_null() {
+            None
+        } else {
+            Some(unsafe { OutBuf::new(out_root_translation, 3, 3, "out_root_translation") }?)
+        };
+        let rest = Pose::rest(n);
+        let reference = p.problem.reference();
+        let pose = reference.unwrap_or(&rest);
+        if let Some(rot) = rot {
+            for (i, q) in pose.rotations.iter().enumerate() {
+                rot.set_all(4 * i, args::wxyz(*q));
+            }
+        }
+        if let Some(root) = root {
+            root.set_all(0, pose.root_translation.to_array());
+        }
+        // SAFETY: checked; writable by contract.
+        unsafe { write(out_has_reference, reference.is_some(), "out_has_reference") }
     })
 }
 

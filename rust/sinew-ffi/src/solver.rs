@@ -127,8 +127,10 @@ pub struct sinew_solve_info {
     pub bone_count: usize,
     /// Number of goals (one residual each).
     pub goal_count: usize,
-    /// The largest residual (0 without goals; NaN if some residual is NaN, which a successful
-    /// solve never returns).
+    /// The largest residual (0 without goals; NaN if any residual is NaN, which a successful
+    /// solve never returns). The largest orientation residual is not here: growing this struct
+    /// would change its layout (a major ABI change); read the angles with
+    /// `sinew_solver_orientation_residuals`.
     pub worst_residual: f64,
 }
 
@@ -296,38 +298,6 @@ unsafe fn start_pose(p: &sinew_problem, rotations: *const f64, rotations_len: us
     Ok(pose)
 }
 
-/// Checks per-frame targets, and orientations and poles of the goals that use them, so that a
-/// bad frame is reported before any frame is solved; entries of goals without an orientation or
-/// a pole are replaced by harmless values, since the header says they are ignored (the core's
-/// sequence checks every entry).
-fn prepare_frame_inputs(p: &sinew_problem, targets: &[DVec3], orientations: Option<&mut [DQuat]>, poles: Option<&mut [DVec3]>) -> FfiResult<()> {
-    let goals = p.problem.goals();
-    let g = goals.len().max(1);
-    let bad = |k: usize, what: &str, why: String| {
-        FfiError::new(sinew_status::InvalidGoal, format!("goal {}: {what} at frame {} {why}", k % g, k / g))
-    };
-    for (k, t) in targets.iter().enumerate() {
-        if let Some(why) = sinew_core::rig::coordinate_problem(*t) {
-            return Err(bad(k, "target", why));
-        }
-    }
-    for (k, q) in orientations.unwrap_or(&mut []).iter_mut().enumerate() {
-        if goals[k % g].orientation.is_none() {
-            *q = DQuat::IDENTITY;
-        } else if !(q.is_finite() && q.length() > 1e-9) {
-            return Err(bad(k, "orientation", "is not finite or zero".into()));
-        }
-    }
-    for (k, t) in poles.unwrap_or(&mut []).iter_mut().enumerate() {
-        if goals[k % g].pole.is_none() {
-            *t = DVec3::ZERO;
-        } else if let Some(why) = sinew_core::rig::coordinate_problem(*t) {
-            return Err(bad(k, "pole target", why));
-        }
-    }
-    Ok(())
-}
-
 /// Solves `problem` once, keeping the solution in the solver.
 ///
 /// The solve starts from `start_rotations` (N quaternions `[w, x, y, z]`, local to each bone's
@@ -432,6 +402,28 @@ pub unsafe extern "C" fn sinew_solver_residuals(
     })
 }
 
+/// Copies the last solution's orientation residuals, one angle per goal (radians, from the
+/// effector bone's armature-space rotation to the goal's target orientation; 0 for a goal without
+/// orientation), into `out_residuals` (`out_residuals_len` ≥ the goal count; NULL allowed without
+/// goals). `sinew_solve_info.reached` already asks each orientation to be within
+/// `tolerance / reach` radians (`reach` the goal chain's length).
+///
+/// Errors: `NULL_ARGUMENT`, `MISALIGNED_POINTER`, `BUFFER_TOO_SMALL`, `NO_SOLUTION`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sinew_solver_orientation_residuals(
+    solver: *const sinew_solver,
+    out_residuals: *mut f64,
+    out_residuals_len: usize,
+) -> sinew_status {
+    ffi_status!({
+        // SAFETY: a live solver and an output buffer of the stated length (contract).
+        let sol = unsafe { get_ref(solver, "solver") }?.last()?;
+        let out = unsafe { OutBuf::new(out_residuals, out_residuals_len, sol.orientation_residuals.len(), "out_residuals") }?;
+        out.set_all(0, sol.orientation_residuals.iter().copied());
+        Ok(())
+    })
+}
+
 /// Writes the last solution's summary (iterations, stop reason, reached, counts, worst residual)
 /// to `*out_info`.
 ///
@@ -461,6 +453,9 @@ pub unsafe extern "C" fn sinew_solver_info(solver: *const sinew_solver, out_info
 /// - `out_root_translations`: ≥ F·3 doubles;
 /// - `out_residuals`: ≥ F·G doubles (may be NULL when G = 0);
 /// - `out_infos`: NULL, or ≥ F `sinew_solve_info`.
+///
+/// Every frame uses the problem's reference pose (`sinew_problem_set_reference`); for a
+/// reference per frame use `sinew_solver_solve_sequence_with_references`.
 ///
 /// Every input and buffer length is checked before any array is read, and every input before the
 /// first frame is solved, so on such an error no output has been written. Orientations and pole
@@ -496,85 +491,213 @@ pub unsafe extern "C" fn sinew_solver_solve_sequence(
     out_infos_len: usize,
 ) -> sinew_status {
     ffi_status!({
-        // SAFETY (all blocks below): live handles (the solver exclusive) and arrays of the
-        // stated lengths, by the header's contract. Inputs are copied before outputs are
-        // written, so aliasing between them is harmless.
-        let s = unsafe { get_mut(solver, "solver") }?;
-        let p = unsafe { get_ref(problem, "problem") }?;
-        let n = p.problem.rig().len();
-        let g = p.problem.goals().len();
-        let fg = args::mul(frames, g, "frames × goals")?;
-        // Every length against the sizes it must have before any array is read or allocated.
-        args::check_len_eq(targets_len, args::mul(fg, 3, "targets")?, "targets")?;
-        if !orientations_wxyz.is_null() {
-            args::check_len_eq(orientations_wxyz_len, args::mul(fg, 4, "orientations")?, "orientations_wxyz")?;
+        // SAFETY: forwarded contract; no references, no orientation residuals.
+        unsafe {
+            solve_sequence_impl(
+                solver, problem, start_rotations, start_rotations_len, start_root_translation, frames,
+                targets, targets_len, orientations_wxyz, orientations_wxyz_len, pole_targets, pole_targets_len,
+                std::ptr::null(), 0,
+                out_rotations, out_rotations_len, out_root_translations, out_root_translations_len,
+                out_residuals, out_residuals_len, std::ptr::null_mut(), 0, out_infos, out_infos_len,
+            )
         }
-        if !pole_targets.is_null() {
-            args::check_len_eq(pole_targets_len, args::mul(fg, 3, "pole_targets")?, "pole_targets")?;
-        }
-        let rot = unsafe {
-            OutBuf::new(out_rotations, out_rotations_len, args::mul(args::mul(frames, n, "rotations")?, 4, "rotations")?, "out_rotations")
-        }?;
-        let root = unsafe {
-            OutBuf::new(out_root_translations, out_root_translations_len, args::mul(frames, 3, "root")?, "out_root_translations")
-        }?;
-        let res = unsafe { OutBuf::new(out_residuals, out_residuals_len, fg, "out_residuals") }?;
-        let infos = if out_infos.is_null() {
-            None
-        } else {
-            Some(unsafe { OutBuf::new(out_infos, out_infos_len, frames, "out_infos") }?)
-        };
-        let start = unsafe { start_pose(p, start_rotations, start_rotations_len, start_root_translation) }?;
-        let targets: Vec<DVec3> = unsafe { copy_exact(targets, targets_len, args::mul(fg, 3, "targets")?, "targets") }?
-            .chunks_exact(3)
-            .map(|t| DVec3::new(t[0], t[1], t[2]))
-            .collect();
-        let mut orientations: Option<Vec<DQuat>> = if orientations_wxyz.is_null() {
-            None
-        } else {
-            let o = unsafe {
-                copy_exact(orientations_wxyz, orientations_wxyz_len, args::mul(fg, 4, "orientations")?, "orientations_wxyz")
-            }?;
-            Some(o.chunks_exact(4).map(args::quat_wxyz).collect())
-        };
-        let mut poles: Option<Vec<DVec3>> = if pole_targets.is_null() {
-            None
-        } else {
-            let o = unsafe { copy_exact(pole_targets, pole_targets_len, args::mul(fg, 3, "pole_targets")?, "pole_targets") }?;
-            Some(o.chunks_exact(3).map(|t| DVec3::new(t[0], t[1], t[2])).collect())
-        };
-        prepare_frame_inputs(p, &targets, orientations.as_deref_mut(), poles.as_deref_mut())?;
-        if frames == 0 {
-            return Ok(());
-        }
-        let inputs = FrameTargets { targets: &targets, orientations: orientations.as_deref(), poles: poles.as_deref(), references: None };
-        let mut last = None;
-        // A frame with a non-finite number (a bug) is not written, nor any frame after it.
-        let mut broken: Option<FfiError> = None;
-        solve_sequence(s.solver.as_mut(), &p.problem, &start, frames, inputs, |f, sol| {
-            if broken.is_some() {
-                return;
-            }
-            if let Err(e) = sinew_core::format::check_solution_finite(sol) {
-                broken = Some(FfiError::new(sinew_status::NonFinite, format!("frame {f}: {e}")));
-                return;
-            }
-            for (i, q) in sol.pose.rotations.iter().enumerate() {
-                rot.set_all((f * n + i) * 4, args::wxyz(*q));
-            }
-            root.set_all(f * 3, sol.pose.root_translation.to_array());
-            res.set_all(f * g, sol.residuals.iter().copied());
-            if let Some(infos) = &infos {
-                infos.set(f, sinew_solve_info::of(sol));
-            }
-            if f + 1 == frames {
-                last = Some(sol.clone());
-            }
-        })?;
-        if let Some(e) = broken {
-            return Err(e);
-        }
-        s.last = last;
-        Ok(())
     })
+}
+
+/// As `sinew_solver_solve_sequence`, with a reference pose per frame and the orientation
+/// residuals per frame (ABI 0.2).
+///
+/// - `references_wxyz`: NULL (every frame uses the problem's reference pose,
+///   `sinew_problem_set_reference`), or F·N·4 doubles `[(f·N + i)·4 + (w, x, y, z)]`: frame f's
+///   reference rotation of bone i, local to its rest frame. In a DCC this is the pose before IK
+///   at each frame (the keyed animation), so the freedom the goals leave follows the keys. The
+///   root translation of every frame's reference is the problem's reference's (zero without
+///   one). `references_wxyz_len` must equal F·N·4; NULL needs length 0.
+/// - `out_orientation_residuals`: NULL, or ≥ F·G doubles: per frame and goal, the angle (radians)
+///   from the effector bone's rotation to the goal's orientation (0 for goals without one).
+///
+/// Every input and buffer length is checked (and every reference rotation is checked to be finite
+/// and non-zero) before the first frame is solved, so on error no output has been written.
+///
+/// Errors: as `sinew_solver_solve_sequence`; `NON_FINITE` also for a NaN or zero reference
+/// quaternion (the message names the bone and frame).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sinew_solver_solve_sequence_with_references(
+    solver: *mut sinew_solver,
+    problem: *const sinew_problem,
+    start_rotations: *const f64,
+    start_rotations_len: usize,
+    start_root_translation: *const f64,
+    frames: usize,
+    targets: *const f64,
+    targets_len: usize,
+    orientations_wxyz: *const f64,
+    orientations_wxyz_len: usize,
+    pole_targets: *const f64,
+    pole_targets_len: usize,
+    references_wxyz: *const f64,
+    references_wxyz_len: usize,
+    out_rotations: *mut f64,
+    out_rotations_len: usize,
+    out_root_translations: *mut f64,
+    out_root_translations_len: usize,
+    out_residuals: *mut f64,
+    out_residuals_len: usize,
+    out_orientation_residuals: *mut f64,
+    out_orientation_residuals_len: usize,
+    out_infos: *mut sinew_solve_info,
+    out_infos_len: usize,
+) -> sinew_status {
+    ffi_status!({
+        // SAFETY: forwarded contract.
+        unsafe {
+            solve_sequence_impl(
+                solver, problem, start_rotations, start_rotations_len, start_root_translation, frames,
+                targets, targets_len, orientations_wxyz, orientations_wxyz_len, pole_targets, pole_targets_len,
+                references_wxyz, references_wxyz_len,
+                out_rotations, out_rotations_len, out_root_translations, out_root_translations_len,
+                out_residuals, out_residuals_len, out_orientation_residuals, out_orientation_residuals_len,
+                out_infos, out_infos_len,
+            )
+        }
+    })
+}
+
+/// The body of both sequence functions.
+///
+/// # Safety
+/// The header's contract for `sinew_solver_solve_sequence_with_references`.
+unsafe fn solve_sequence_impl(
+    solver: *mut sinew_solver,
+    problem: *const sinew_problem,
+    start_rotations: *const f64,
+    start_rotations_len: usize,
+    start_root_translation: *const f64,
+    frames: usize,
+    targets: *const f64,
+    targets_len: usize,
+    orientations_wxyz: *const f64,
+    orientations_wxyz_len: usize,
+    pole_targets: *const f64,
+    pole_targets_len: usize,
+    references_wxyz: *const f64,
+    references_wxyz_len: usize,
+    out_rotations: *mut f64,
+    out_rotations_len: usize,
+    out_root_translations: *mut f64,
+    out_root_translations_len: usize,
+    out_residuals: *mut f64,
+    out_residuals_len: usize,
+    out_orientation_residuals: *mut f64,
+    out_orientation_residuals_len: usize,
+    out_infos: *mut sinew_solve_info,
+    out_infos_len: usize,
+) -> FfiResult<()> {
+    // SAFETY (all blocks below): live handles (the solver exclusive) and arrays of the
+    // stated lengths, by the header's contract. Inputs are copied before outputs are
+    // written, so aliasing between them is harmless.
+    let s = unsafe { get_mut(solver, "solver") }?;
+    let p = unsafe { get_ref(problem, "problem") }?;
+    let n = p.problem.rig().len();
+    let g = p.problem.goals().len();
+    let fg = args::mul(frames, g, "frames × goals")?;
+    // Every length against the sizes it must have before any array is read or allocated.
+    args::check_len_eq(targets_len, args::mul(fg, 3, "targets")?, "targets")?;
+    if !orientations_wxyz.is_null() {
+        args::check_len_eq(orientations_wxyz_len, args::mul(fg, 4, "orientations")?, "orientations_wxyz")?;
+    }
+    if !pole_targets.is_null() {
+        args::check_len_eq(pole_targets_len, args::mul(fg, 3, "pole_targets")?, "pole_targets")?;
+    }
+    if !references_wxyz.is_null() {
+        args::check_len_eq(references_wxyz_len, args::mul(args::mul(frames, n, "references")?, 4, "references")?, "references_wxyz")?;
+    }
+    let start = unsafe { start_pose(p, start_rotations, start_rotations_len, start_root_translation) }?;
+    let targets: Vec<DVec3> = unsafe { copy_exact(targets, targets_len, args::mul(fg, 3, "targets")?, "targets") }?
+        .chunks_exact(3)
+        .map(|t| DVec3::new(t[0], t[1], t[2]))
+        .collect();
+    let orientations: Option<Vec<DQuat>> = if orientations_wxyz.is_null() {
+        None
+    } else {
+        let o = unsafe {
+            copy_exact(orientations_wxyz, orientations_wxyz_len, args::mul(fg, 4, "orientations")?, "orientations_wxyz")
+        }?;
+        Some(o.chunks_exact(4).map(args::quat_wxyz).collect())
+    };
+    let poles: Option<Vec<DVec3>> = if pole_targets.is_null() {
+        None
+    } else {
+        let o = unsafe { copy_exact(pole_targets, pole_targets_len, args::mul(fg, 3, "pole_targets")?, "pole_targets") }?;
+        Some(o.chunks_exact(3).map(|t| DVec3::new(t[0], t[1], t[2])).collect())
+    };
+    let references: Option<Vec<DQuat>> = if references_wxyz.is_null() {
+        if references_wxyz_len != 0 {
+            return Err(FfiError::new(sinew_status::NullArgument, "references_wxyz is NULL but references_wxyz_len is not 0"));
+        }
+        None
+    } else {
+        let len = args::mul(args::mul(frames, n, "references")?, 4, "references")?;
+        let r = unsafe { copy_exact(references_wxyz, references_wxyz_len, len, "references_wxyz") }?;
+        Some(r.chunks_exact(4).map(args::quat_wxyz).collect())
+    };
+    let rot = unsafe {
+        OutBuf::new(out_rotations, out_rotations_len, args::mul(args::mul(frames, n, "rotations")?, 4, "rotations")?, "out_rotations")
+    }?;
+    let root = unsafe {
+        OutBuf::new(out_root_translations, out_root_translations_len, args::mul(frames, 3, "root")?, "out_root_translations")
+    }?;
+    let res = unsafe { OutBuf::new(out_residuals, out_residuals_len, fg, "out_residuals") }?;
+    let ores = if out_orientation_residuals.is_null() {
+        None
+    } else {
+        Some(unsafe { OutBuf::new(out_orientation_residuals, out_orientation_residuals_len, fg, "out_orientation_residuals") }?)
+    };
+    let infos = if out_infos.is_null() {
+        None
+    } else {
+        Some(unsafe { OutBuf::new(out_infos, out_infos_len, frames, "out_infos") }?)
+    };
+    // (The core checks every frame's inputs before the first is solved, and ignores the
+    // orientations and poles of goals that have none.)
+    if frames == 0 {
+        return Ok(());
+    }
+    let inputs = FrameTargets {
+        targets: &targets,
+        orientations: orientations.as_deref(),
+        poles: poles.as_deref(),
+        references: references.as_deref(),
+    };
+    let mut last = None;
+    // A frame with a non-finite number (a bug) is not written, nor any frame after it.
+    let mut broken: Option<FfiError> = None;
+    solve_sequence(s.solver.as_mut(), &p.problem, &start, frames, inputs, |f, sol| {
+        if broken.is_some() {
+            return;
+        }
+        if let Err(e) = sinew_core::format::check_solution_finite(sol) {
+            broken = Some(FfiError::new(sinew_status::NonFinite, format!("frame {f}: {e}")));
+            return;
+        }
+        for (i, q) in sol.pose.rotations.iter().enumerate() {
+            rot.set_all((f * n + i) * 4, args::wxyz(*q));
+        }
+        root.set_all(f * 3, sol.pose.root_translation.to_array());
+        res.set_all(f * g, sol.residuals.iter().copied());
+        if let Some(ores) = &ores {
+            ores.set_all(f * g, sol.orientation_residuals.iter().copied());
+        }
+        if let Some(infos) = &infos {
+            infos.set(f, sinew_solve_info::of(sol));
+        }
+        if f + 1 == frames {
+            last = Some(sol.clone());
+        }
+    })?;
+    if let Some(e) = broken {
+        return Err(e);
+    }
+    s.last = last;
+    Ok(())
 }

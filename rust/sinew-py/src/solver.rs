@@ -58,6 +58,8 @@ struct Inputs {
     goals: Vec<PyGoal>,
     start: Pose,
     root: sinew::RootMode,
+    /// The reference pose, if given (rotations, or a root translation, or both).
+    reference: Option<Pose>,
 }
 
 fn read_inputs(
@@ -75,14 +77,43 @@ fn read_inputs(
         start.rotations = quats_from_wxyz(&p);
     }
     start.root_translation = read_opt_vec3(root_translation, "root_translation")?.unwrap_or(DVec3::ZERO);
-    Ok(Inputs { rig, goals, start, root: root_mode(root)? })
+    Ok(Inputs { rig, goals, start, root: root_mode(root)?, reference: None })
+}
+
+/// Reads the reference pose arguments into `inputs` (`None` for both: the rest pose).
+fn read_reference(
+    inputs: &mut Inputs,
+    reference: Option<&Bound<'_, PyAny>>,
+    reference_root_translation: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    let n = inputs.rig.len();
+    let rotations = read_opt_f64(reference, "reference", &[Dim::Is(n), Dim::Is(4)])?;
+    let root = read_opt_vec3(reference_root_translation, "reference_root_translation")?;
+    inputs.reference = match (rotations, root) {
+        (None, None) => None,
+        (r, t) => Some(Pose {
+            rotations: r.map_or_else(|| vec![DQuat::IDENTITY; n], |r| quats_from_wxyz(&r)),
+            root_translation: t.unwrap_or(DVec3::ZERO),
+        }),
+    };
+    Ok(())
 }
 
 impl Inputs {
     /// Builds and validates the core problem (clones the rig: done detached).
     fn problem(&self) -> sinew::Result<Problem> {
         let goals = core_goals(&self.goals, &self.rig)?;
-        Problem::new((*self.rig).clone(), goals, self.root)
+        let mut problem = Problem::new((*self.rig).clone(), goals, self.root)?;
+        if let Some(r) = &self.reference {
+            problem.set_reference(Some(r)).map_err(|e| match e {
+                sinew::Error::ShapeMismatch { expected, got, .. } => {
+                    sinew::Error::ShapeMismatch { what: "reference".into(), expected, got }
+                }
+                sinew::Error::NonFinite { what } => sinew::Error::NonFinite { what: format!("reference: {what}") },
+                other => other,
+            })?;
+        }
+        Ok(problem)
     }
 }
 
@@ -141,7 +172,8 @@ impl PySolver {
     }
 
     /// Solves one pose. Releases the GIL while solving.
-    #[pyo3(signature = (rig, goals, pose = None, root_translation = None, root = "pinned"))]
+    #[pyo3(signature = (rig, goals, pose = None, root_translation = None, root = "pinned", reference = None, reference_root_translation = None))]
+    #[allow(clippy::too_many_arguments)]
     fn solve(
         &self,
         py: Python<'_>,
@@ -150,8 +182,11 @@ impl PySolver {
         pose: Option<&Bound<'_, PyAny>>,
         root_translation: Option<&Bound<'_, PyAny>>,
         root: &str,
+        reference: Option<&Bound<'_, PyAny>>,
+        reference_root_translation: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PySolution> {
-        let inputs = read_inputs(&rig, goals, pose, root_translation, root)?;
+        let mut inputs = read_inputs(&rig, goals, pose, root_translation, root)?;
+        read_reference(&mut inputs, reference, reference_root_translation)?;
         let n = inputs.rig.len();
         let sol = py.detach(|| {
             let problem = guard_core(|| inputs.problem())?;
@@ -166,7 +201,7 @@ impl PySolver {
     }
 
     /// Solves F frames, each warm-started from the previous one. Releases the GIL while solving.
-    #[pyo3(signature = (rig, goals, targets, orientations = None, pole_targets = None, pose = None, root_translation = None, root = "pinned"))]
+    #[pyo3(signature = (rig, goals, targets, orientations = None, pole_targets = None, pose = None, root_translation = None, root = "pinned", reference = None, reference_root_translation = None, references = None))]
     #[allow(clippy::too_many_arguments)]
     fn solve_sequence(
         &self,
@@ -179,27 +214,38 @@ impl PySolver {
         pose: Option<&Bound<'_, PyAny>>,
         root_translation: Option<&Bound<'_, PyAny>>,
         root: &str,
+        reference: Option<&Bound<'_, PyAny>>,
+        reference_root_translation: Option<&Bound<'_, PyAny>>,
+        references: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PySequenceResult> {
         let g = goals.len();
-        let inputs = read_inputs(&rig, goals, pose, root_translation, root)?;
+        let mut inputs = read_inputs(&rig, goals, pose, root_translation, root)?;
+        read_reference(&mut inputs, reference, reference_root_translation)?;
         let (t, shape) = read_f64(targets, "targets", &[Dim::Any("F"), Dim::Is(g), Dim::Is(3)])?;
         let frames = shape[0];
         let targets = vec3s(&t);
-        let mut orientations: Option<Vec<DQuat>> =
+        let orientations: Option<Vec<DQuat>> =
             read_opt_f64(orientations, "orientations", &[Dim::Is(frames), Dim::Is(g), Dim::Is(4)])?.map(|v| quats_from_wxyz(&v));
-        let mut poles: Option<Vec<DVec3>> =
+        let poles: Option<Vec<DVec3>> =
             read_opt_f64(pole_targets, "pole_targets", &[Dim::Is(frames), Dim::Is(g), Dim::Is(3)])?.map(|v| vec3s(&v));
         let n = inputs.rig.len();
+        let references: Option<Vec<DQuat>> =
+            read_opt_f64(references, "references", &[Dim::Is(frames), Dim::Is(n), Dim::Is(4)])?.map(|v| quats_from_wxyz(&v));
         let out = py.detach(|| {
             let problem = guard_core(|| inputs.problem())?;
-            prepare_frame_inputs(&problem, &targets, orientations.as_deref_mut(), poles.as_deref_mut())?;
+            // (The core checks every frame's inputs before the first is solved, and ignores the
+            // orientations and poles of goals that have none.)
             // The result's size comes from the shape of `targets` alone when there are no goals
             // (a (1e9, 0, 3) array holds nothing): it is reserved without aborting on failure.
             let mut out = SequenceData::try_with_capacity(frames, n, g)?;
             let mut broken = None;
             self.with_solver(|s| {
-                let frame_inputs =
-                    FrameTargets { targets: &targets, orientations: orientations.as_deref(), poles: poles.as_deref(), references: None };
+                let frame_inputs = FrameTargets {
+                    targets: &targets,
+                    orientations: orientations.as_deref(),
+                    poles: poles.as_deref(),
+                    references: references.as_deref(),
+                };
                 sinew::solve_sequence(s, &problem, &inputs.start, frames, frame_inputs, |f, sol| {
                     if broken.is_none() {
                         match sinew::format::check_solution_finite(sol) {
@@ -218,40 +264,12 @@ impl PySolver {
     }
 }
 
-/// Checks per-frame targets, and the orientations and poles of the goals that use them, before
-/// any frame is solved; entries of goals without an orientation or pole are ignored (replaced by
-/// harmless values), as documented, since the core's sequence checks every entry.
-fn prepare_frame_inputs(problem: &Problem, targets: &[DVec3], orientations: Option<&mut [DQuat]>, poles: Option<&mut [DVec3]>) -> PyResult<()> {
-    let goals = problem.goals();
-    let g = goals.len().max(1);
-    let bad = |k: usize, what: &str, why: String| GoalError::new_err(format!("goal {}: {what} at frame {} {why}", k % g, k / g));
-    for (k, t) in targets.iter().enumerate() {
-        if let Some(why) = sinew::rig::coordinate_problem(*t) {
-            return Err(bad(k, "target", why));
-        }
-    }
-    for (k, q) in orientations.unwrap_or(&mut []).iter_mut().enumerate() {
-        if goals[k % g].orientation.is_none() {
-            *q = DQuat::IDENTITY;
-        } else if !(q.is_finite() && q.length() > 1e-9) {
-            return Err(bad(k, "orientation", "is not finite or zero".into()));
-        }
-    }
-    for (k, t) in poles.unwrap_or(&mut []).iter_mut().enumerate() {
-        if goals[k % g].pole.is_none() {
-            *t = DVec3::ZERO;
-        } else if let Some(why) = sinew::rig::coordinate_problem(*t) {
-            return Err(bad(k, "pole target", why));
-        }
-    }
-    Ok(())
-}
-
 /// Per-frame results gathered while detached.
 struct SequenceData {
     rotations: Vec<f64>,
     roots: Vec<f64>,
     residuals: Vec<f64>,
+    orientation_residuals: Vec<f64>,
     iterations: Vec<i64>,
     reached: Vec<bool>,
     stops: Vec<&'static str>,
@@ -277,6 +295,7 @@ impl SequenceData {
             rotations: try_vec(frames.checked_mul(n).and_then(|x| x.checked_mul(4)), frames, "rotations")?,
             roots: try_vec(frames.checked_mul(3), frames, "root translations")?,
             residuals: try_vec(frames.checked_mul(g), frames, "residuals")?,
+            orientation_residuals: try_vec(frames.checked_mul(g), frames, "orientation residuals")?,
             iterations: try_vec(Some(frames), frames, "iteration counts")?,
             reached: try_vec(Some(frames), frames, "reached flags")?,
             stops: try_vec(Some(frames), frames, "stop reasons")?,
@@ -289,6 +308,7 @@ impl SequenceData {
         }
         push_xyz(&mut self.roots, sol.pose.root_translation);
         self.residuals.extend_from_slice(&sol.residuals);
+        self.orientation_residuals.extend_from_slice(&sol.orientation_residuals);
         self.iterations.push(i64::from(sol.iterations));
         self.reached.push(sol.reached);
         self.stops.push(stop_name(sol.stop));
@@ -299,6 +319,7 @@ impl SequenceData {
             rotations: to_numpy_py(py, self.rotations, (frames, n, 4))?,
             root_translations: to_numpy_py(py, self.roots, (frames, 3))?,
             residuals: to_numpy_py(py, self.residuals, (frames, g))?,
+            orientation_residuals: to_numpy_py(py, self.orientation_residuals, (frames, g))?,
             iterations: to_numpy_py(py, self.iterations, frames)?,
             reached: to_numpy_py(py, self.reached, frames)?,
             stop_reasons: self.stops,
@@ -321,11 +342,16 @@ pub(crate) struct PySolution {
     /// Per goal distance from effector to target (G,).
     #[pyo3(get)]
     residuals: Py<PyArray1<f64>>,
+    /// Per goal angle (radians) from the effector bone's rotation to its target orientation
+    /// (G,); 0 for goals without orientation.
+    #[pyo3(get)]
+    orientation_residuals: Py<PyArray1<f64>>,
     #[pyo3(get)]
     reached: bool,
     #[pyo3(get)]
     stop_reason: &'static str,
     worst: f64,
+    worst_orientation: f64,
 }
 
 impl PySolution {
@@ -339,20 +365,29 @@ impl PySolution {
             root_translation: to_numpy_py(py, sol.pose.root_translation.to_array().to_vec(), 3)?,
             iterations: sol.iterations,
             residuals: to_numpy_py(py, sol.residuals.clone(), sol.residuals.len())?,
+            orientation_residuals: to_numpy_py(py, sol.orientation_residuals.clone(), sol.orientation_residuals.len())?,
             reached: sol.reached,
             stop_reason: stop_name(sol.stop),
             // NaN if some residual is NaN (the core's fold would skip it).
             worst: sol.worst_residual(),
+            worst_orientation: sol.worst_orientation_residual(),
         })
     }
 }
 
 #[pymethods]
 impl PySolution {
-    /// The largest residual (0 without goals).
+    /// The largest residual (0 without goals; NaN if any is NaN).
     #[getter]
     fn worst_residual(&self) -> f64 {
         self.worst
+    }
+
+    /// The largest orientation residual, radians (0 without orientation goals; NaN if any is
+    /// NaN).
+    #[getter]
+    fn worst_orientation_residual(&self) -> f64 {
+        self.worst_orientation
     }
 
     fn __repr__(&self) -> String {
@@ -376,6 +411,9 @@ pub(crate) struct PySequenceResult {
     /// (F, G) residuals.
     #[pyo3(get)]
     residuals: Py<PyArray2<f64>>,
+    /// (F, G) orientation residuals, radians.
+    #[pyo3(get)]
+    orientation_residuals: Py<PyArray2<f64>>,
     /// (F,) iterations per frame.
     #[pyo3(get)]
     iterations: Py<PyArray1<i64>>,

@@ -112,6 +112,24 @@ pub struct PoseFile {
     pub root_translation: [f64; 3],
 }
 
+impl PoseFile {
+    /// The pose this describes (quaternions as given, not yet normalised).
+    #[must_use]
+    pub fn to_pose(&self) -> Pose {
+        Pose {
+            // Huge components are scaled exactly first, so they normalise without overflow.
+            rotations: self.rotations.iter().copied().map(|q| crate::problem::rescaled_quat(quat_from_wxyz(q))).collect(),
+            root_translation: DVec3::from_array(self.root_translation),
+        }
+    }
+
+    /// Describes `pose`.
+    #[must_use]
+    pub fn from_pose(pose: &Pose) -> Self {
+        Self { rotations: pose.rotations.iter().copied().map(quat_to_wxyz).collect(), root_translation: pose.root_translation.to_array() }
+    }
+}
+
 /// A whole problem file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -132,6 +150,10 @@ pub struct ProblemFile {
     /// Optional start pose (rest pose when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pose: Option<PoseFile>,
+    /// Optional reference pose: where the freedom the goals leave falls back to
+    /// ([`Problem::reference`]; the rest pose when absent). Validated as `pose` is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<PoseFile>,
 }
 
 /// A problem read from a file, with the settings and start pose it carries.
@@ -256,15 +278,20 @@ impl ProblemFile {
                 use_tail: g.use_tail,
             });
         }
-        let problem = Problem::new(rig, goals, self.root)?;
+        let mut problem = Problem::new(rig, goals, self.root)?;
         let pose = match &self.pose {
             None => Pose::rest(problem.rig().len()),
-            Some(p) => problem.checked_pose(&Pose {
-                // Huge components are scaled exactly first, so they normalise without overflow.
-                rotations: p.rotations.iter().copied().map(|q| crate::problem::rescaled_quat(quat_from_wxyz(q))).collect(),
-                root_translation: DVec3::from_array(p.root_translation),
-            })?,
+            Some(p) => problem.checked_pose(&p.to_pose())?,
         };
+        if let Some(r) = &self.reference {
+            problem.set_reference(Some(&r.to_pose())).map_err(|e| match e {
+                Error::ShapeMismatch { expected, got, .. } => {
+                    Error::ShapeMismatch { what: "reference rotations".into(), expected, got }
+                }
+                Error::NonFinite { what } => Error::NonFinite { what: format!("reference: {what}") },
+                other => other,
+            })?;
+        }
         Ok(LoadedProblem { problem, method: self.settings.method, settings: self.settings.settings.validated()?, pose })
     }
 }
@@ -285,6 +312,10 @@ pub struct SolutionFile {
     pub root_translation: [f64; 3],
     /// Per goal residual distance.
     pub residuals: Vec<f64>,
+    /// Per goal orientation residual, radians (0 for a goal without orientation; empty when
+    /// read from a file written before it existed).
+    #[serde(default)]
+    pub orientation_residuals: Vec<f64>,
     /// Iterations used.
     pub iterations: u32,
     /// Whether every goal was reached.
@@ -304,6 +335,7 @@ impl SolutionFile {
             rotations: solution.pose.rotations.iter().copied().map(quat_to_wxyz).collect(),
             root_translation: solution.pose.root_translation.to_array(),
             residuals: solution.residuals.clone(),
+            orientation_residuals: solution.orientation_residuals.clone(),
             iterations: solution.iterations,
             reached: solution.reached,
             stop: solution.stop,
@@ -379,5 +411,56 @@ mod tests {
         assert!(matches!(Problem::from_json(&CHAIN.replace("\"parent\": \"a\"", "\"parent\": \"b\"")), Err(Error::Format(_))));
         assert!(matches!(Problem::from_json(&CHAIN.replace("\"bone\": \"b\"", "\"bone\": \"q\"")), Err(Error::UnknownBone { .. })));
         assert!(matches!(Problem::from_json(&CHAIN.replace("\"x_pos\": 0.5", "\"x_pos\": 9")), Err(Error::LimitOutOfRange { .. })));
+    }
+
+    fn with_reference(reference: &str) -> String {
+        CHAIN.replace("\"settings\":", &format!("\"reference\": {reference},\n        \"settings\":"))
+    }
+
+    #[test]
+    fn reads_a_reference_pose() {
+        assert_eq!(Problem::from_json(CHAIN).unwrap().problem.reference(), None);
+        let lp = Problem::from_json(&with_reference(r#"{"rotations": [[2,0,0,0], [0.9,0.1,0,0]], "root_translation": [1,2,3]}"#)).unwrap();
+        let r = lp.problem.reference().expect("a reference");
+        assert_eq!(r.rotations[0], DQuat::IDENTITY, "normalised");
+        assert!((r.rotations[1].length() - 1.0).abs() < 1e-15);
+        assert!(r.rotations[1].angle_between(DQuat::from_xyzw(0.1, 0.0, 0.0, 0.9).normalize()) < 1e-12);
+        assert_eq!(r.root_translation, DVec3::new(1.0, 2.0, 3.0));
+        // The start pose is not the reference.
+        assert_eq!(lp.pose, Pose::rest(2));
+        // Round trip through the file type.
+        let file = ProblemFile::from_json(&with_reference(r#"{"rotations": [[1,0,0,0], [1,0,0,0]]}"#)).unwrap();
+        assert_eq!(file.reference.as_ref().unwrap().root_translation, [0.0; 3]);
+        assert_eq!(ProblemFile::from_json(&file.to_json()).unwrap(), file);
+    }
+
+    #[test]
+    fn bad_references_are_rejected_like_poses() {
+        let e = Problem::from_json(&with_reference(r#"{"rotations": [[1,0,0,0]]}"#)).unwrap_err();
+        assert!(matches!(&e, Error::ShapeMismatch { expected: 2, got: 1, what } if what.contains("reference")), "{e}");
+        let e = Problem::from_json(&with_reference(r#"{"rotations": [[1,0,0,0], [0,0,0,0]]}"#)).unwrap_err();
+        assert!(matches!(&e, Error::NonFinite { what } if what.contains("reference") && what.contains("\"b\"")), "{e}");
+        let e = Problem::from_json(&with_reference(r#"{"rotations": [[1,0,0,0], [1,0,0,0]], "root_translation": [1e999,0,0]}"#));
+        assert!(e.is_err());
+        let e = Problem::from_json(&with_reference(r#"{"rotations": [[1,0,0,0], [1,0,0,0]], "extra": 1}"#)).unwrap_err();
+        assert!(matches!(e, Error::Format(_)), "{e}");
+    }
+
+    #[test]
+    fn solution_files_carry_orientation_residuals() {
+        let text = CHAIN.replace("\"chain_length\": 2}", "\"chain_length\": 2, \"orientation\": [0.7071067811865476, 0.7071067811865476, 0, 0]}");
+        let lp = Problem::from_json(&text).unwrap();
+        let sol = lp.method.solver(lp.settings).unwrap().solve(&lp.problem, &lp.pose).unwrap();
+        let file = SolutionFile::new(lp.problem.rig(), lp.method, &sol);
+        assert_eq!(file.orientation_residuals, sol.orientation_residuals);
+        let frames = lp.problem.rig().forward(&sol.pose);
+        assert_eq!(file.orientation_residuals[0], lp.problem.goal_errors(0, &frames).1);
+        let json = serde_json::to_value(&file).unwrap();
+        assert_eq!(json["orientation_residuals"].as_array().unwrap().len(), 1);
+        // Files written before the field existed still read.
+        let mut old = json.clone();
+        old.as_object_mut().unwrap().remove("orientation_residuals");
+        let back: SolutionFile = serde_json::from_value(old).unwrap();
+        assert!(back.orientation_residuals.is_empty());
     }
 }

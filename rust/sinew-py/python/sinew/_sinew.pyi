@@ -295,11 +295,22 @@ class Solution:
 
     @property
     def worst_residual(self) -> float:
-        """The largest residual (0 without goals)."""
+        """The largest residual (0 without goals; NaN if any residual is NaN)."""
+
+    @property
+    def orientation_residuals(self) -> _F64:
+        """(G,) angle in radians from each goal's effector bone rotation to its target
+        orientation; 0 for goals without orientation."""
+
+    @property
+    def worst_orientation_residual(self) -> float:
+        """The largest orientation residual in radians (0 without orientation goals; NaN if any
+        is NaN)."""
 
     @property
     def reached(self) -> bool:
-        """Whether every goal is within tolerance."""
+        """Whether every goal is within tolerance: its distance within ``tolerance`` and its
+        orientation within ``tolerance / reach`` radians (``reach`` its chain's length)."""
 
     @property
     def stop_reason(self) -> _StopReason:
@@ -323,6 +334,11 @@ class SequenceResult:
     @property
     def residuals(self) -> _F64:
         """(F, G) residual per frame and goal."""
+
+    @property
+    def orientation_residuals(self) -> _F64:
+        """(F, G) orientation residual per frame and goal, radians (0 for goals without
+        orientation)."""
 
     @property
     def iterations(self) -> npt.NDArray[np.int64]:
@@ -373,6 +389,8 @@ class Solver:
         pose: _ArrayLike | None = None,
         root_translation: Sequence[float] | _ArrayLike | None = None,
         root: _RootMode = "pinned",
+        reference: _ArrayLike | None = None,
+        reference_root_translation: Sequence[float] | _ArrayLike | None = None,
     ) -> Solution:
         """Solves one pose.
 
@@ -382,6 +400,12 @@ class Solver:
             pose: (N, 4) start rotations ``(w, x, y, z)``; the rest pose if None.
             root_translation: (3,) start translation of bone 0; zero if None.
             root: ``"pinned"`` (bone 0's head stays put) or ``"free"`` (it may translate).
+            reference: (N, 4) reference rotations ``(w, x, y, z)``: where the freedom the
+                goals leave falls back to (among the poses that meet the goals, the solver
+                returns one near it). In a DCC, the pose before IK (the keyed animation at that
+                frame). The rest pose if None (and no ``reference_root_translation``).
+            reference_root_translation: (3,) the reference's bone 0 translation (used with
+                ``root="free"``); zero if None.
 
         Raises GoalError, ShapeError, NonFiniteError, SettingsError or UnknownBoneError. Not
         reaching a target is no error: see ``Solution.reached``.
@@ -397,6 +421,9 @@ class Solver:
         pose: _ArrayLike | None = None,
         root_translation: Sequence[float] | _ArrayLike | None = None,
         root: _RootMode = "pinned",
+        reference: _ArrayLike | None = None,
+        reference_root_translation: Sequence[float] | _ArrayLike | None = None,
+        references: _ArrayLike | None = None,
     ) -> SequenceResult:
         """Solves F frames, each warm-started from the previous frame's solution (frame 0 from
         ``pose``), so rotations are sign-continuous frame to frame.
@@ -407,6 +434,10 @@ class Solver:
                 orientation, ignored (whatever they hold, NaN or zero) for the others.
             pole_targets: optional (F, G, 3); used by goals that have a pole, ignored for the
                 others.
+            references: optional (F, N, 4) ``(w, x, y, z)``: each frame's reference rotations
+                (in a DCC, the keyed pose before IK at that frame). Without it every frame uses
+                ``reference``. The root translation of every frame's reference is
+                ``reference_root_translation``.
             Others as :meth:`solve`.
 
         Every input is checked before the first frame is solved. A result too large to allocate
