@@ -68,7 +68,7 @@ def test_unused_sequence_orientations_and_poles_are_ignored():
     assert len(sinew.Solver().solve_sequence(rig, goals, targets, orientations=zero)) == 3
     # A goal that has an orientation still gets its entries checked.
     orientations[2, 1] = 0.0
-    with pytest.raises(sinew.GoalError, match="goal 1: orientation at frame 2"):
+    with pytest.raises(sinew.GoalError, match="goal 1: orientation .*at frame 2"):
         sinew.Solver().solve_sequence(rig, goals, targets, orientations=orientations)
 
 
@@ -105,7 +105,7 @@ def test_coordinates_and_weights_beyond_their_bounds_are_goal_errors(kwargs, mat
 def test_sequence_targets_beyond_the_bound_fail_before_any_frame():
     targets = np.ones((4, 1, 3))
     targets[3, 0, 1] = 1e200
-    with pytest.raises(sinew.GoalError, match="goal 0: target at frame 3 .*1e12"):
+    with pytest.raises(sinew.GoalError, match="goal 0: target .*1e12.* at frame 3"):
         sinew.Solver().solve_sequence(chain(3), [sinew.Goal(2, (0, 0, 1))], targets)
 
 

@@ -432,7 +432,8 @@ impl Problem {
         self.check_pose(pose)?;
         let mut out = pose.clone();
         for q in &mut out.rotations {
-            *q = q.normalize();
+            // Idempotent: a solution read back (a sequence's next chunk, a re-solve) keeps its bits.
+            *q = crate::geometry::unit_start(*q);
         }
         Ok(out)
     }

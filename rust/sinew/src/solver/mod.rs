@@ -328,7 +328,9 @@ pub fn solve_sequence(
     {
         return Err(Error::NonFinite { what: format!("reference rotation of bone \"{}\" at frame {} (or it has zero length)", problem.rig().bone(k % n).name, k / n) });
     }
-    let mut reference = problem.reference().cloned().unwrap_or_else(|| Pose::rest(n));
+    // (Per-frame references give rotations; the root translation stays the problem reference's,
+    // or the start's.)
+    let mut reference = problem.reference().cloned().unwrap_or_else(|| Pose { rotations: vec![DQuat::IDENTITY; n], root_translation: start.root_translation });
     let mut pose = problem.checked_pose(start)?;
     // Chains with a pole Blender keeps (no other goal moves their bones) start every frame from
     // `start`, as Blender's IK starts every evaluation from the pose before IK: the pole turn is
