@@ -987,7 +987,7 @@ sinew_status sinew_solver_solve_sequence(struct sinew_solver *solver,
  *   `sinew_problem_set_reference`), or F·N·4 doubles `[(f·N + i)·4 + (w, x, y, z)]`: frame f's
  *   reference rotation of bone i, local to its rest frame. In a DCC this is the pose before IK
  *   at each frame (the keyed animation), so the freedom the goals leave follows the keys. The
- *   root translation of every frame's reference is the problem's reference's (zero without
+ *   root translation of every frame's reference is the problem's reference's (the start's without
  *   one). `references_wxyz_len` must equal F·N·4; NULL needs length 0.
  * - `out_orientation_residuals`: NULL, or ≥ F·G doubles: per frame and goal, the angle (radians)
  *   from the effector bone's rotation to the goal's orientation (0 for goals without one).

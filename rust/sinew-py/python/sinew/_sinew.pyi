@@ -437,7 +437,7 @@ class Solver:
             references: optional (F, N, 4) ``(w, x, y, z)``: each frame's reference rotations
                 (in a DCC, the keyed pose before IK at that frame). Without it every frame uses
                 ``reference``. The root translation of every frame's reference is
-                ``reference_root_translation``.
+                ``reference_root_translation`` (the start's when it is not given).
             Others as :meth:`solve`.
 
         Every input is checked before the first frame is solved. A result too large to allocate
