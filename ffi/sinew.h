@@ -535,7 +535,10 @@ sinew_status sinew_rig_set_cone_limit(struct sinew_rig *rig,
 /**
  * The cone of `sinew_rig_set_cone_limit` from Blender's pose-bone IK limits
  * (`ik_min_x ≤ 0 ≤ ik_max_x`, `ik_min_z ≤ 0 ≤ ik_max_z`, radians), as Blender's own solver reads
- * them: `x_pos = max_x, x_neg = -min_x, z_pos = max_z, z_neg = -min_z`.
+ * them: `x_pos = max_x, x_neg = -min_x, z_pos = max_z, z_neg = -min_z`, the quarter ellipses on
+ * the swing quaternion's `(x, z)` with semi-axes `sin(angle / 2)` (Blender's `IK_QSwingSegment`;
+ * `sinew_rig_set_cone_limit`'s are on the rotation vector), and a bound of ±π on one axis leaving
+ * an interval on the other.
  *
  * Errors: as `sinew_rig_set_cone_limit` (a zero range on an axis is out of range: lock the bone
  * or use a hinge instead).

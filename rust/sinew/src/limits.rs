@@ -34,13 +34,37 @@ pub struct ConeLimit {
     pub z_pos: f64,
     /// Largest swing about −Z (tilt toward +X).
     pub z_neg: f64,
+    /// Which plane the quarter ellipses live in (the rotation vector's, by default).
+    #[serde(default, skip_serializing_if = "ConeShape::is_default")]
+    pub shape: ConeShape,
+}
+
+/// Where a [`ConeLimit`]'s quarter ellipses are drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConeShape {
+    /// On the swing's rotation vector `(x, z)` (angle × axis): Sinew's own cone, well defined up
+    /// to half turns.
+    #[default]
+    RotationVector,
+    /// As Blender's IK reads `ik_min/max_x/z` (`IK_QSwingSegment`): on the swing quaternion's
+    /// `(x, z)` components (`sin(angle / 2)` × axis), each half-angle `θ` giving the semi-axis
+    /// `sin(θ / 2)`; an axis left at a half turn (not limited) bounds nothing, so the other
+    /// axis's limit is an interval, as Blender's single-axis limit is.
+    Blender,
+}
+
+impl ConeShape {
+    fn is_default(&self) -> bool {
+        *self == Self::RotationVector
+    }
 }
 
 impl ConeLimit {
     /// A cone with the four half-angles given (radians, each in (0, π]).
     #[must_use]
     pub const fn new(x_pos: f64, x_neg: f64, z_pos: f64, z_neg: f64) -> Self {
-        Self { x_pos, x_neg, z_pos, z_neg }
+        Self { x_pos, x_neg, z_pos, z_neg, shape: ConeShape::RotationVector }
     }
 
     /// A circular cone of half-angle `angle`.
@@ -58,7 +82,27 @@ impl ConeLimit {
     #[must_use]
     pub fn from_blender(min_x: f64, max_x: f64, min_z: f64, max_z: f64) -> Self {
         let half = |v: f64| if v == 0.0 { Self::ZERO_BOUND } else { v };
-        Self::new(half(max_x), half(-min_x), half(max_z), half(-min_z))
+        Self { shape: ConeShape::Blender, ..Self::new(half(max_x), half(-min_x), half(max_z), half(-min_z)) }
+    }
+
+    /// For [`ConeShape::Blender`]: the semi-axes `(a, b)` of the quadrant of a swing whose
+    /// quaternion has the `(x, z)` components given, `sin(θ / 2)` of its half-angles; a half-angle
+    /// within [`crate::limits::PI_SLACK`] of π gives infinity (that axis bounds nothing).
+    #[inline]
+    fn blender_axes(&self, x: f64, z: f64) -> (f64, f64) {
+        let semi = |theta: f64| if theta >= std::f64::consts::PI - PI_SLACK { f64::INFINITY } else { (0.5 * theta).sin() };
+        (semi(if x >= 0.0 { self.x_pos } else { self.x_neg }), semi(if z >= 0.0 { self.z_pos } else { self.z_neg }))
+    }
+
+    /// For [`ConeShape::Blender`]: the point of the Blender region nearest `(x, z)`.
+    #[inline]
+    fn blender_clamp(p: DVec2, (a, b): (f64, f64)) -> DVec2 {
+        match (a.is_finite(), b.is_finite()) {
+            (false, false) => p,
+            (true, false) => DVec2::new(p.x.clamp(-a, a), p.y),
+            (false, true) => DVec2::new(p.x, p.y.clamp(-b, b)),
+            (true, true) => clamp_to_ellipse(p, a, b),
+        }
     }
 
     /// The half-angle (radians) that stands for a bound of 0 in [`ConeLimit::from_blender`].
@@ -67,6 +111,12 @@ impl ConeLimit {
     /// Clamps a swing rotation (no component about Y) into the cone.
     #[must_use]
     pub fn clamp_swing(&self, swing: DQuat) -> DQuat {
+        if self.shape == ConeShape::Blender {
+            let s = if swing.w < 0.0 { -swing } else { swing };
+            let p = DVec2::new(s.x, s.z);
+            let c = Self::blender_clamp(p, self.blender_axes(p.x, p.y));
+            return if c == p { swing } else { DQuat::from_xyzw(c.x, 0.0, c.y, (1.0 - c.length_squared()).max(0.0).sqrt()).normalize() };
+        }
         let r = rotation_vector(swing);
         let p = DVec2::new(r.x, r.z);
         let a = if p.x >= 0.0 { self.x_pos } else { self.x_neg };
@@ -91,6 +141,11 @@ impl ConeLimit {
     #[must_use]
     pub fn surely_contains(&self, swing: DQuat) -> bool {
         let (x, z, w) = if swing.w < 0.0 { (-swing.x, -swing.z, -swing.w) } else { (swing.x, swing.z, swing.w) };
+        if self.shape == ConeShape::Blender {
+            // The exact test is as cheap (the components are the coordinates).
+            let (a, b) = self.blender_axes(x, z);
+            return (x / a).powi(2) + (z / b).powi(2) <= SURE_MARGIN * (x * x + z * z + w * w);
+        }
         let a = if x >= 0.0 { self.x_pos } else { self.x_neg };
         let b = if z >= 0.0 { self.z_pos } else { self.z_neg };
         let (u, v) = (x / a, z / b);
@@ -290,7 +345,17 @@ impl JointLimit {
         if matches!(self.swing, Swing::Hinge(_)) || n2 < 1e-18 {
             return false;
         }
-        if let Swing::Cone(c) = self.swing {
+        if let Swing::Cone(c) = self.swing
+            && c.shape == ConeShape::Blender
+        {
+            // The swing q · twist⁻¹ times √n2 (see `swing_twist_y`), whose (x, z) over √n2 are
+            // the coordinates Blender's ellipse bounds: inside when (x/a)² + (z/b)² ≤ n2.
+            let (x, z) = (q.x * q.w + q.z * q.y, q.z * q.w - q.x * q.y);
+            let (a, b) = c.blender_axes(x, z);
+            if (x / a).powi(2) + (z / b).powi(2) > SURE_MARGIN * n2 {
+                return false;
+            }
+        } else if let Swing::Cone(c) = self.swing {
             // The swing q · twist⁻¹ times √n2 (see `swing_twist_y`): (x, z, w) below, w ≥ 0.
             let (x, z, w) = (q.x * q.w + q.z * q.y, q.z * q.w - q.x * q.y, n2);
             let a = if x >= 0.0 { c.x_pos } else { c.x_neg };
@@ -361,12 +426,16 @@ impl JointLimit {
                 if let Swing::Cone(c) = self.swing
                     && !c.surely_contains(swing)
                 {
-                    let r = rotation_vector(swing);
-                    let a = if r.x >= 0.0 { c.x_pos } else { c.x_neg };
-                    let b = if r.z >= 0.0 { c.z_pos } else { c.z_neg };
-                    let k = ((r.x / a).powi(2) + (r.z / b).powi(2)).sqrt();
-                    if k > 1.0 {
-                        e += (1.0 - 1.0 / k) * r.length();
+                    if c.shape == ConeShape::Blender {
+                        e += angle_between(swing, c.clamp_swing(swing));
+                    } else {
+                        let r = rotation_vector(swing);
+                        let a = if r.x >= 0.0 { c.x_pos } else { c.x_neg };
+                        let b = if r.z >= 0.0 { c.z_pos } else { c.z_neg };
+                        let k = ((r.x / a).powi(2) + (r.z / b).powi(2)).sqrt();
+                        if k > 1.0 {
+                            e += (1.0 - 1.0 / k) * r.length();
+                        }
                     }
                 }
                 if let Some(t) = self.twist
@@ -526,6 +595,8 @@ mod tests {
             JointLimit { swing: Swing::Cone(ConeLimit::new(0.7, 0.5, 0.6, 0.4)), twist: Some(TwistLimit { min: -0.3, max: 0.35 }), ..JointLimit::FREE },
             JointLimit { swing: Swing::Cone(ConeLimit::new(FRAC_PI_2, 1e-6, 3.0, FRAC_PI_6)), ..JointLimit::FREE },
             JointLimit { twist: Some(TwistLimit { min: -0.5, max: 0.4 }), ..JointLimit::FREE },
+            JointLimit { swing: Swing::Cone(ConeLimit::from_blender(-0.5, 0.7, -0.6, 0.4)), twist: Some(TwistLimit { min: -0.3, max: 0.35 }), ..JointLimit::FREE },
+            JointLimit { swing: Swing::Cone(ConeLimit::from_blender(-0.5, 0.7, -std::f64::consts::PI, std::f64::consts::PI)), ..JointLimit::FREE },
         ];
         // A deterministic spread of rotations: axes over the sphere, angles up to a full turn.
         let mut state = 0x2545_f491_4f6c_dd1d_u64;
@@ -592,6 +663,48 @@ mod tests {
         assert!(hinge.validated("b").is_ok());
         // Beyond round-off is still refused.
         assert!(JointLimit { swing: Swing::Cone(ConeLimit::circular(PI + 1e-3)), ..JointLimit::FREE }.validated("b").is_err());
+    }
+
+    /// Blender's limits (`IK_QSwingSegment`): an ellipse on the swing quaternion's (x, z), with
+    /// semi-axes `sin(θ / 2)`; a single limited axis is an interval on its component.
+    #[test]
+    fn blender_cones_bound_the_swing_quaternion_as_blender_does() {
+        use std::f64::consts::PI;
+        let cone = ConeLimit::from_blender(-0.5, 0.7, -0.6, 0.4);
+        assert_eq!(cone.shape, ConeShape::Blender);
+        let lim = JointLimit { swing: Swing::Cone(cone), ..JointLimit::FREE };
+        // About one axis the bound is the angle itself.
+        for (axis, max) in [(DVec3::X, 0.7), (-DVec3::X, 0.5), (DVec3::Z, 0.4), (-DVec3::Z, 0.6)] {
+            assert!(lim.contains(DQuat::from_axis_angle(axis, max - 1e-6)));
+            let c = lim.clamp(DQuat::from_axis_angle(axis, max + 0.3));
+            assert!(angle_between(c, DQuat::from_axis_angle(axis, max)) < 1e-9, "{axis}: {c:?}");
+        }
+        // Between the axes: the quaternion ellipse, not the rotation vector's.
+        let inside_q = |q: DQuat| {
+            let q = if q.w < 0.0 { -q } else { q };
+            let (a, b) = (if q.x >= 0.0 { 0.35f64.sin() } else { 0.25f64.sin() }, if q.z >= 0.0 { 0.2f64.sin() } else { 0.3f64.sin() });
+            (q.x / a).powi(2) + (q.z / b).powi(2) <= 1.0
+        };
+        for k in 0..400 {
+            let t = f64::from(k) * 0.0157;
+            let swing = from_rotation_vector(DVec3::new(t.cos(), 0.0, t.sin()) * (0.3 + 0.4 * (f64::from(k) * 0.37).sin().abs()));
+            assert_eq!(lim.contains(swing), inside_q(swing), "{swing:?}");
+        }
+        // A narrow ellipse (2.8 rad about X, 0.5 about Z): on the diagonal the rotation-vector
+        // cone reaches 0.696 rad and Blender's 0.692; 0.694 is inside one and outside the other.
+        let diagonal = from_rotation_vector(DVec3::new(1.0, 0.0, 1.0).normalize() * 0.694);
+        let narrow = |shape| JointLimit { swing: Swing::Cone(ConeLimit { shape, ..ConeLimit::new(2.8, 2.8, 0.5, 0.5) }), ..JointLimit::FREE };
+        assert!(narrow(ConeShape::RotationVector).contains(diagonal));
+        assert!(!narrow(ConeShape::Blender).contains(diagonal));
+        // One axis limited (Z at a half turn): an interval on x, whatever the swing about Z.
+        let x_only = JointLimit { swing: Swing::Cone(ConeLimit::from_blender(-0.5, 0.7, -PI, PI)), ..JointLimit::FREE };
+        let big_z = DQuat::from_rotation_z(2.5) * DQuat::from_rotation_x(0.6);
+        let (swing, _) = swing_twist_y(big_z);
+        let x_component = if swing.w < 0.0 { -swing.x } else { swing.x };
+        assert_eq!(x_only.contains(swing), x_component <= 0.35f64.sin());
+        let c = x_only.clamp(DQuat::from_rotation_z(1.0) * DQuat::from_rotation_x(1.5));
+        let (cs, _) = swing_twist_y(c);
+        assert!((cs.x.abs() - 0.35f64.sin()).abs() < 1e-9, "{cs:?}");
     }
 
     #[test]

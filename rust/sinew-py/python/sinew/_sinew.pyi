@@ -162,7 +162,9 @@ class Rig:
 
     def set_cone_limit_blender(self, bone: _Bone, min_x: float, max_x: float, min_z: float, max_z: float) -> None:
         """The cone Blender's IK builds from a pose bone's ``ik_min_x, ik_max_x, ik_min_z,
-        ik_max_z`` (radians; mins <= 0 <= maxes). A zero bound becomes 1e-6 rad (the core needs
+        ik_max_z`` (radians; mins <= 0 <= maxes), in Blender's shape: an ellipse on the swing
+        quaternion's (x, z) with semi-axes ``sin(angle / 2)``, and a bound of +-pi on one axis
+        leaves an interval on the other. A zero bound becomes 1e-6 rad (the core needs
         half-angles > 0)."""
 
     def set_twist_limit(self, bone: _Bone, min: float, max: float) -> None:
