@@ -490,18 +490,17 @@ pub unsafe extern "C" fn sinew_solver_solve_sequence(
     out_infos: *mut sinew_solve_info,
     out_infos_len: usize,
 ) -> sinew_status {
-    ffi_status!({
-        // SAFETY: forwarded contract; no references, no orientation residuals.
-        unsafe {
-            solve_sequence_impl(
-                solver, problem, start_rotations, start_rotations_len, start_root_translation, frames,
-                targets, targets_len, orientations_wxyz, orientations_wxyz_len, pole_targets, pole_targets_len,
-                std::ptr::null(), 0,
-                out_rotations, out_rotations_len, out_root_translations, out_root_translations_len,
-                out_residuals, out_residuals_len, std::ptr::null_mut(), 0, out_infos, out_infos_len,
-            )
-        }
-    })
+    // SAFETY: forwarded contract, with no references and no orientation residuals (the function
+    // called has the panic boundary).
+    unsafe {
+        sinew_solver_solve_sequence_with_references(
+            solver, problem, start_rotations, start_rotations_len, start_root_translation, frames,
+            targets, targets_len, orientations_wxyz, orientations_wxyz_len, pole_targets, pole_targets_len,
+            std::ptr::null(), 0,
+            out_rotations, out_rotations_len, out_root_translations, out_root_translations_len,
+            out_residuals, out_residuals_len, std::ptr::null_mut(), 0, out_infos, out_infos_len,
+        )
+    }
 }
 
 /// As `sinew_solver_solve_sequence`, with a reference pose per frame and the orientation
@@ -549,155 +548,113 @@ pub unsafe extern "C" fn sinew_solver_solve_sequence_with_references(
     out_infos_len: usize,
 ) -> sinew_status {
     ffi_status!({
-        // SAFETY: forwarded contract.
-        unsafe {
-            solve_sequence_impl(
-                solver, problem, start_rotations, start_rotations_len, start_root_translation, frames,
-                targets, targets_len, orientations_wxyz, orientations_wxyz_len, pole_targets, pole_targets_len,
-                references_wxyz, references_wxyz_len,
-                out_rotations, out_rotations_len, out_root_translations, out_root_translations_len,
-                out_residuals, out_residuals_len, out_orientation_residuals, out_orientation_residuals_len,
-                out_infos, out_infos_len,
-            )
+        // SAFETY (all blocks below): live handles (the solver exclusive) and arrays of the
+        // stated lengths, by the header's contract. Inputs are copied before outputs are
+        // written, so aliasing between them is harmless.
+        let s = unsafe { get_mut(solver, "solver") }?;
+        let p = unsafe { get_ref(problem, "problem") }?;
+        let n = p.problem.rig().len();
+        let g = p.problem.goals().len();
+        let fg = args::mul(frames, g, "frames × goals")?;
+        // Every length against the sizes it must have before any array is read or allocated.
+        args::check_len_eq(targets_len, args::mul(fg, 3, "targets")?, "targets")?;
+        if !orientations_wxyz.is_null() {
+            args::check_len_eq(orientations_wxyz_len, args::mul(fg, 4, "orientations")?, "orientations_wxyz")?;
         }
+        if !pole_targets.is_null() {
+            args::check_len_eq(pole_targets_len, args::mul(fg, 3, "pole_targets")?, "pole_targets")?;
+        }
+        if !references_wxyz.is_null() {
+            args::check_len_eq(references_wxyz_len, args::mul(args::mul(frames, n, "references")?, 4, "references")?, "references_wxyz")?;
+        }
+        let start = unsafe { start_pose(p, start_rotations, start_rotations_len, start_root_translation) }?;
+        let targets: Vec<DVec3> = unsafe { copy_exact(targets, targets_len, args::mul(fg, 3, "targets")?, "targets") }?
+            .chunks_exact(3)
+            .map(|t| DVec3::new(t[0], t[1], t[2]))
+            .collect();
+        let orientations: Option<Vec<DQuat>> = if orientations_wxyz.is_null() {
+            None
+        } else {
+            let o = unsafe {
+                copy_exact(orientations_wxyz, orientations_wxyz_len, args::mul(fg, 4, "orientations")?, "orientations_wxyz")
+            }?;
+            Some(o.chunks_exact(4).map(args::quat_wxyz).collect())
+        };
+        let poles: Option<Vec<DVec3>> = if pole_targets.is_null() {
+            None
+        } else {
+            let o = unsafe { copy_exact(pole_targets, pole_targets_len, args::mul(fg, 3, "pole_targets")?, "pole_targets") }?;
+            Some(o.chunks_exact(3).map(|t| DVec3::new(t[0], t[1], t[2])).collect())
+        };
+        let references: Option<Vec<DQuat>> = if references_wxyz.is_null() {
+            if references_wxyz_len != 0 {
+                return Err(FfiError::new(sinew_status::NullArgument, "references_wxyz is NULL but references_wxyz_len is not 0"));
+            }
+            None
+        } else {
+            let len = args::mul(args::mul(frames, n, "references")?, 4, "references")?;
+            let r = unsafe { copy_exact(references_wxyz, references_wxyz_len, len, "references_wxyz") }?;
+            Some(r.chunks_exact(4).map(args::quat_wxyz).collect())
+        };
+        let rot = unsafe {
+            OutBuf::new(out_rotations, out_rotations_len, args::mul(args::mul(frames, n, "rotations")?, 4, "rotations")?, "out_rotations")
+        }?;
+        let root = unsafe {
+            OutBuf::new(out_root_translations, out_root_translations_len, args::mul(frames, 3, "root")?, "out_root_translations")
+        }?;
+        let res = unsafe { OutBuf::new(out_residuals, out_residuals_len, fg, "out_residuals") }?;
+        let ores = if out_orientation_residuals.is_null() {
+            None
+        } else {
+            Some(unsafe { OutBuf::new(out_orientation_residuals, out_orientation_residuals_len, fg, "out_orientation_residuals") }?)
+        };
+        let infos = if out_infos.is_null() {
+            None
+        } else {
+            Some(unsafe { OutBuf::new(out_infos, out_infos_len, frames, "out_infos") }?)
+        };
+        // (The core checks every frame's inputs before the first is solved, and ignores the
+        // orientations and poles of goals that have none.)
+        if frames == 0 {
+            return Ok(());
+        }
+        let inputs = FrameTargets {
+            targets: &targets,
+            orientations: orientations.as_deref(),
+            poles: poles.as_deref(),
+            references: references.as_deref(),
+        };
+        let mut last = None;
+        // A frame with a non-finite number (a bug) is not written, nor any frame after it.
+        let mut broken: Option<FfiError> = None;
+        solve_sequence(s.solver.as_mut(), &p.problem, &start, frames, inputs, |f, sol| {
+            if broken.is_some() {
+                return;
+            }
+            if let Err(e) = sinew_core::format::check_solution_finite(sol) {
+                broken = Some(FfiError::new(sinew_status::NonFinite, format!("frame {f}: {e}")));
+                return;
+            }
+            for (i, q) in sol.pose.rotations.iter().enumerate() {
+                rot.set_all((f * n + i) * 4, args::wxyz(*q));
+            }
+            root.set_all(f * 3, sol.pose.root_translation.to_array());
+            res.set_all(f * g, sol.residuals.iter().copied());
+            if let Some(ores) = &ores {
+                ores.set_all(f * g, sol.orientation_residuals.iter().copied());
+            }
+            if let Some(infos) = &infos {
+                infos.set(f, sinew_solve_info::of(sol));
+            }
+            if f + 1 == frames {
+                last = Some(sol.clone());
+            }
+        })?;
+        if let Some(e) = broken {
+            return Err(e);
+        }
+        s.last = last;
+        Ok(())
     })
 }
 
-/// The body of both sequence functions.
-///
-/// # Safety
-/// The header's contract for `sinew_solver_solve_sequence_with_references`.
-unsafe fn solve_sequence_impl(
-    solver: *mut sinew_solver,
-    problem: *const sinew_problem,
-    start_rotations: *const f64,
-    start_rotations_len: usize,
-    start_root_translation: *const f64,
-    frames: usize,
-    targets: *const f64,
-    targets_len: usize,
-    orientations_wxyz: *const f64,
-    orientations_wxyz_len: usize,
-    pole_targets: *const f64,
-    pole_targets_len: usize,
-    references_wxyz: *const f64,
-    references_wxyz_len: usize,
-    out_rotations: *mut f64,
-    out_rotations_len: usize,
-    out_root_translations: *mut f64,
-    out_root_translations_len: usize,
-    out_residuals: *mut f64,
-    out_residuals_len: usize,
-    out_orientation_residuals: *mut f64,
-    out_orientation_residuals_len: usize,
-    out_infos: *mut sinew_solve_info,
-    out_infos_len: usize,
-) -> FfiResult<()> {
-    // SAFETY (all blocks below): live handles (the solver exclusive) and arrays of the
-    // stated lengths, by the header's contract. Inputs are copied before outputs are
-    // written, so aliasing between them is harmless.
-    let s = unsafe { get_mut(solver, "solver") }?;
-    let p = unsafe { get_ref(problem, "problem") }?;
-    let n = p.problem.rig().len();
-    let g = p.problem.goals().len();
-    let fg = args::mul(frames, g, "frames × goals")?;
-    // Every length against the sizes it must have before any array is read or allocated.
-    args::check_len_eq(targets_len, args::mul(fg, 3, "targets")?, "targets")?;
-    if !orientations_wxyz.is_null() {
-        args::check_len_eq(orientations_wxyz_len, args::mul(fg, 4, "orientations")?, "orientations_wxyz")?;
-    }
-    if !pole_targets.is_null() {
-        args::check_len_eq(pole_targets_len, args::mul(fg, 3, "pole_targets")?, "pole_targets")?;
-    }
-    if !references_wxyz.is_null() {
-        args::check_len_eq(references_wxyz_len, args::mul(args::mul(frames, n, "references")?, 4, "references")?, "references_wxyz")?;
-    }
-    let start = unsafe { start_pose(p, start_rotations, start_rotations_len, start_root_translation) }?;
-    let targets: Vec<DVec3> = unsafe { copy_exact(targets, targets_len, args::mul(fg, 3, "targets")?, "targets") }?
-        .chunks_exact(3)
-        .map(|t| DVec3::new(t[0], t[1], t[2]))
-        .collect();
-    let orientations: Option<Vec<DQuat>> = if orientations_wxyz.is_null() {
-        None
-    } else {
-        let o = unsafe {
-            copy_exact(orientations_wxyz, orientations_wxyz_len, args::mul(fg, 4, "orientations")?, "orientations_wxyz")
-        }?;
-        Some(o.chunks_exact(4).map(args::quat_wxyz).collect())
-    };
-    let poles: Option<Vec<DVec3>> = if pole_targets.is_null() {
-        None
-    } else {
-        let o = unsafe { copy_exact(pole_targets, pole_targets_len, args::mul(fg, 3, "pole_targets")?, "pole_targets") }?;
-        Some(o.chunks_exact(3).map(|t| DVec3::new(t[0], t[1], t[2])).collect())
-    };
-    let references: Option<Vec<DQuat>> = if references_wxyz.is_null() {
-        if references_wxyz_len != 0 {
-            return Err(FfiError::new(sinew_status::NullArgument, "references_wxyz is NULL but references_wxyz_len is not 0"));
-        }
-        None
-    } else {
-        let len = args::mul(args::mul(frames, n, "references")?, 4, "references")?;
-        let r = unsafe { copy_exact(references_wxyz, references_wxyz_len, len, "references_wxyz") }?;
-        Some(r.chunks_exact(4).map(args::quat_wxyz).collect())
-    };
-    let rot = unsafe {
-        OutBuf::new(out_rotations, out_rotations_len, args::mul(args::mul(frames, n, "rotations")?, 4, "rotations")?, "out_rotations")
-    }?;
-    let root = unsafe {
-        OutBuf::new(out_root_translations, out_root_translations_len, args::mul(frames, 3, "root")?, "out_root_translations")
-    }?;
-    let res = unsafe { OutBuf::new(out_residuals, out_residuals_len, fg, "out_residuals") }?;
-    let ores = if out_orientation_residuals.is_null() {
-        None
-    } else {
-        Some(unsafe { OutBuf::new(out_orientation_residuals, out_orientation_residuals_len, fg, "out_orientation_residuals") }?)
-    };
-    let infos = if out_infos.is_null() {
-        None
-    } else {
-        Some(unsafe { OutBuf::new(out_infos, out_infos_len, frames, "out_infos") }?)
-    };
-    // (The core checks every frame's inputs before the first is solved, and ignores the
-    // orientations and poles of goals that have none.)
-    if frames == 0 {
-        return Ok(());
-    }
-    let inputs = FrameTargets {
-        targets: &targets,
-        orientations: orientations.as_deref(),
-        poles: poles.as_deref(),
-        references: references.as_deref(),
-    };
-    let mut last = None;
-    // A frame with a non-finite number (a bug) is not written, nor any frame after it.
-    let mut broken: Option<FfiError> = None;
-    solve_sequence(s.solver.as_mut(), &p.problem, &start, frames, inputs, |f, sol| {
-        if broken.is_some() {
-            return;
-        }
-        if let Err(e) = sinew_core::format::check_solution_finite(sol) {
-            broken = Some(FfiError::new(sinew_status::NonFinite, format!("frame {f}: {e}")));
-            return;
-        }
-        for (i, q) in sol.pose.rotations.iter().enumerate() {
-            rot.set_all((f * n + i) * 4, args::wxyz(*q));
-        }
-        root.set_all(f * 3, sol.pose.root_translation.to_array());
-        res.set_all(f * g, sol.residuals.iter().copied());
-        if let Some(ores) = &ores {
-            ores.set_all(f * g, sol.orientation_residuals.iter().copied());
-        }
-        if let Some(infos) = &infos {
-            infos.set(f, sinew_solve_info::of(sol));
-        }
-        if f + 1 == frames {
-            last = Some(sol.clone());
-        }
-    })?;
-    if let Some(e) = broken {
-        return Err(e);
-    }
-    s.last = last;
-    Ok(())
-}
