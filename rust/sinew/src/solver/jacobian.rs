@@ -184,11 +184,14 @@ impl DlsSteps {
     /// the reference. Its fixed points meet the goals and are nearest the reference to first
     /// order (the turn left is in `J`'s row space), so the answer does not depend on the start
     /// (a warm start is a speed device) and is a continuous function of the targets. While the
-    /// goals are unmet a step is kept when it lowers their error; once they are met (within
-    /// [`MET_FRACTION`] of `tolerance`), when it keeps them so and comes nearer the reference.
-    /// A rejected step halves `β` and damps harder. Stops when the steps turn no bone by more
-    /// than [`SETTLED`], or at `max_iterations`. Bones whose twist no orientation goal asks for
-    /// keep the reference's twist throughout.
+    /// goals are unmet a step is kept when it lowers their error, and it does not pull; once they
+    /// are within a band ([`RELAX_BAND`] tolerances, or [`RELAX_BAND_REACH`] of the longest
+    /// chain's reach), each step pulls, its second-order error is corrected by a chord step, and it
+    /// is kept when it stays in the band and comes nearer the reference (or closes most of the
+    /// gap). A rejected step pulls a quarter as far, then damps harder; a kept one pulls twice as
+    /// far, up to [`PULL_MAX`]. The pull stops when the steps are within [`SETTLED`] of their
+    /// limit (or after [`RELAX_ITERATIONS`] while a limit holds a bone), and plain steps finish
+    /// the goals. A bone whose twist is locked keeps the reference's twist.
     pub(crate) fn refine_toward(&mut self, problem: &Problem, pose: &mut Pose, fk: Option<&Frames>, reference: &Pose, tolerance: f64, max_iterations: u32) -> DlsOutcome {
         let mut r = self.reference.take().unwrap_or_default();
         r.rotations.clone_from(&reference.rotations);
@@ -258,13 +261,13 @@ impl DlsSteps {
                 self.gram[i * m + i] += damping * scale;
             }
             self.rhs.copy_from_slice(&self.residual);
-            // Far from the goals the steps only close them (the least joint motion); near
-            // them (within the band) they also move toward the reference.
             if relaxing && pulled >= RELAX_ITERATIONS && self.blocked.iter().any(Option::is_some) {
                 // Limits that bind can keep the pull and the goals' corrections trading off;
                 // past this many steps the pose is near enough the reference: finish the goals.
                 relaxing = false;
             }
+            // Far from the goals the steps only close them (the least joint motion); near
+            // them (within the band) they also move toward the reference.
             let pulling = relaxing && error <= band;
             pulled += u32::from(pulling);
             if pulling && !was_pulling {
