@@ -14,7 +14,7 @@ use crate::convert::{
     Dim, push_wxyz, push_xyz, quats_from_wxyz, read_f64, read_i64, read_opt_f64, read_opt_vec3, root_mode, root_mode_name, stop_name,
     to_numpy, to_numpy_py, vec3s,
 };
-use crate::errors::{GoalError, NonFiniteError, SettingsError, ShapeError, guard_core};
+use crate::errors::{NonFiniteError, SettingsError, ShapeError, guard_core};
 use crate::goal::{PyGoal, core_goals};
 use crate::rig::PyRig;
 use sinew::{FrameTargets, Method, Pose, Problem, SolveSettings};
