@@ -12,7 +12,7 @@
 
 use glam::DQuat;
 
-use super::jacobian::DlsSteps;
+use super::jacobian::{DlsSteps, SETTLED, SETTLED_NEAR};
 use super::reference::{effective_reference, starts_near};
 use super::{Solution, SolveSettings, Solver, StopReason, begin_solve, settle};
 use crate::error::Result;
@@ -54,10 +54,12 @@ impl Solver for Dls {
         let out = if problem.reference().is_some() {
             effective_reference(problem, &pose, &mut self.reference, &mut self.reference_frames);
             // From the start when it is near the answer (tracking), else from the reference.
-            if !starts_near(problem, &problem.rig().forward(&pose)) {
+            let near = starts_near(problem, &problem.rig().forward(&pose));
+            if !near {
                 pose.clone_from(&self.reference);
             }
-            self.steps.refine_toward(problem, &mut pose, None, &self.reference, settings.tolerance, settings.max_iterations)
+            let settled = if near { SETTLED_NEAR } else { SETTLED };
+            self.steps.refine_toward(problem, &mut pose, None, &self.reference, settled, settings.tolerance, settings.max_iterations)
         } else {
             self.steps.refine(problem, &mut pose, None, settings.tolerance, settings.max_iterations)
         };

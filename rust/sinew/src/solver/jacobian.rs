@@ -70,7 +70,12 @@ const MAX_TURN: f64 = 0.5;
 /// [`DlsSteps::refine_toward`] has settled when a step turns no bone by more than this
 /// (radians): far below what moving a target by round-off may change (the continuity
 /// properties hold answers to 1e-6 rad under 1e-12 changes of a target).
-const SETTLED: f64 = 2e-8;
+pub(crate) const SETTLED: f64 = 2e-8;
+/// [`SETTLED`] for a solve that starts near its answer (tracking, warm-started from the frame
+/// before): the answer then differs from the cold solve's by about this much (the natural-poses
+/// issue allows 1e-3 rad between a bake's frame and the cold solve of that frame), and the steps
+/// stop several iterations sooner.
+pub(crate) const SETTLED_NEAR: f64 = 1e-6;
 
 /// The unknowns of one bone (a turn about up to three world axes through its head, scaled by
 /// `gain`), or of the root's translation (`bone: None`, the three world axes).
@@ -151,6 +156,9 @@ pub(crate) struct DlsSteps {
     toward: Vec<(DVec3, [f64; 3])>,
     /// The step toward the reference after its second-order correction.
     corrected: Pose,
+    /// How near their limit the steps toward the reference stop ([`SETTLED`] or
+    /// [`SETTLED_NEAR`]).
+    settled: f64,
 }
 
 /// What a damped-least-squares run did.
@@ -189,14 +197,15 @@ impl DlsSteps {
     /// chain's reach), each step pulls, its second-order error is corrected by a chord step, and it
     /// is kept when it stays in the band and comes nearer the reference (or closes most of the
     /// gap). A rejected step pulls a quarter as far, then damps harder; a kept one pulls twice as
-    /// far, up to [`PULL_MAX`]. The pull stops when the steps are within [`SETTLED`] of their
+    /// far, up to [`PULL_MAX`]. The pull stops when the steps are within `settled` of their
     /// limit (or after [`RELAX_ITERATIONS`] while a limit holds a bone), and plain steps finish
     /// the goals. A bone whose twist is locked keeps the reference's twist.
-    pub(crate) fn refine_toward(&mut self, problem: &Problem, pose: &mut Pose, fk: Option<&Frames>, reference: &Pose, tolerance: f64, max_iterations: u32) -> DlsOutcome {
+    pub(crate) fn refine_toward(&mut self, problem: &Problem, pose: &mut Pose, fk: Option<&Frames>, reference: &Pose, settled: f64, tolerance: f64, max_iterations: u32) -> DlsOutcome {
         let mut r = self.reference.take().unwrap_or_default();
         r.rotations.clone_from(&reference.rotations);
         r.root_translation = reference.root_translation;
         self.reference = Some(r);
+        self.settled = settled;
         self.run(problem, pose, fk, tolerance, max_iterations)
     }
 
@@ -327,7 +336,7 @@ impl DlsSteps {
             if better && pulling {
                 last_turn = largest_turn;
             }
-            if pulling && largest_turn <= SETTLED && largest_turn * rate / (1.0 - rate) <= SETTLED {
+            if pulling && largest_turn <= self.settled && largest_turn * rate / (1.0 - rate) <= self.settled {
                 // Near the goals, and the steps toward the reference are within round-off of
                 // where they converge: settled; plain steps finish the goals.
                 relaxing = false;
