@@ -38,21 +38,24 @@ fn set_targets(problem: &mut Problem, targets: &[DVec3]) {
 }
 
 /// A 1e-12 change of any target changes no bone by more than 1e-6 rad, on random in-reach
-/// targets of the paper's hand, humanoid and Y-shape models, solved from the file's start. (The
+/// targets of the paper's hand, humanoid and Y-shape models, solved from the file's start, with
+/// and without a reference pose. (The
 /// targets lie far from the rest pose, the reference: the steps toward it take up to a few
-/// hundred iterations, so these tests allow 1000; a solve cut short by its cap stops wherever the
-/// cap finds it.)
+/// hundred iterations, and one case here 500 and more, so this test allows 4000; a solve cut short
+/// by its cap stops wherever the cap finds it.)
 #[test]
 fn answers_are_continuous_in_the_targets() {
     for name in ["paper_hand.json", "paper_humanoid13.json", "paper_y_shape.json"] {
         let lp = load(name);
         let mut rng = Rng::new(7);
         for method in METHODS {
-            let mut solver = method.solver(SolveSettings { max_iterations: 1000, ..lp.settings }).unwrap();
+            let mut solver = method.solver(SolveSettings { max_iterations: 4000, ..lp.settings }).unwrap();
             let mut worst = 0.0f64;
             let mut solved = 0;
-            for _ in 0..20 {
-                let mut p = with_reference(lp.problem.clone(), None);
+            for k in 0..40 {
+                // Half the cases with the rest pose as the reference, half without one (FABRIK's
+                // own least-motion path).
+                let mut p = if k % 2 == 0 { with_reference(lp.problem.clone(), None) } else { lp.problem.clone() };
                 let targets = reachable_targets(&p, &lp.pose, &mut rng, 0.6);
                 set_targets(&mut p, &targets);
                 let a = solver.solve(&p, &lp.pose).unwrap();
@@ -67,7 +70,7 @@ fn answers_are_continuous_in_the_targets() {
                     worst = worst.max(a.pose.max_angle_to(&b.pose));
                 }
             }
-            assert!(solved >= 15, "{name} {method:?}: only {solved} of 20 reached");
+            assert!(solved >= 30, "{name} {method:?}: only {solved} of 40 reached");
             assert!(worst <= 1e-6, "{name} {method:?}: a 1e-12 change of a target turned a bone by {worst:e} rad");
         }
     }
