@@ -12,7 +12,7 @@
 
 use glam::DQuat;
 
-use super::jacobian::{DlsSteps, SETTLED, SETTLED_NEAR};
+use super::jacobian::DlsSteps;
 use super::reference::{effective_reference, starts_near};
 use super::{Solution, SolveSettings, Solver, StopReason, begin_solve, settle};
 use crate::error::Result;
@@ -54,12 +54,10 @@ impl Solver for Dls {
         let out = if problem.reference().is_some() {
             effective_reference(problem, &pose, &mut self.reference, &mut self.reference_frames);
             // From the start when it is near the answer (tracking), else from the reference.
-            let near = starts_near(problem, &problem.rig().forward(&pose));
-            if !near {
+            if !starts_near(problem, &problem.rig().forward(&pose)) {
                 pose.clone_from(&self.reference);
             }
-            let settled = if near { SETTLED_NEAR } else { SETTLED };
-            self.steps.refine_toward(problem, &mut pose, None, &self.reference, settled, settings.tolerance, settings.max_iterations)
+            self.steps.refine_toward(problem, &mut pose, None, &self.reference, settings.tolerance, settings.max_iterations)
         } else {
             self.steps.refine(problem, &mut pose, None, settings.tolerance, settings.max_iterations)
         };

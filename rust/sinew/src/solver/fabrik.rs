@@ -34,7 +34,7 @@
 
 use glam::{DMat3, DQuat, DVec3};
 
-use super::jacobian::{DlsSteps, SETTLED, SETTLED_NEAR, chain_position_step, goal_error};
+use super::jacobian::{DlsSteps, chain_position_step, goal_error};
 use super::reference::{effective_reference, starts_near};
 use super::{Solution, SolveSettings, Solver, StopReason, begin_solve, settle};
 use crate::error::Result;
@@ -198,8 +198,7 @@ impl Solver for Fabrik {
             let near = starts_near(problem, &self.frames);
             let (mut pose, frames) = if near { (start_pose.clone(), &self.frames) } else { (self.reference.clone(), &self.reference_frames) };
             let budget = (settings.max_iterations / 2).max(1);
-            let settled = if near { SETTLED_NEAR } else { SETTLED };
-            let out = self.dls.refine_toward(problem, &mut pose, Some(frames), &self.reference, settled, tol, budget);
+            let out = self.dls.refine_toward(problem, &mut pose, Some(frames), &self.reference, tol, budget);
             if out.reached {
                 settle(problem, &self.start_locals, &mut pose.rotations);
                 return Ok(Solution::of_solved(problem, pose, self.dls.frames(), out.iterations, StopReason::Converged, tol));
@@ -212,7 +211,7 @@ impl Solver for Fabrik {
         let left = settings.max_iterations.saturating_sub(reaching.iterations);
         if reaching.reached && left > 0 {
             let mut pose = reaching.pose.clone();
-            let out = self.dls.refine_toward(problem, &mut pose, None, &self.reference, SETTLED, tol, left);
+            let out = self.dls.refine_toward(problem, &mut pose, None, &self.reference, tol, left);
             if out.reached {
                 // (The steps keep each quaternion near the one they started from: FABRIK's, which
                 // `settle` put in its start's hemisphere; again, for the sign.)

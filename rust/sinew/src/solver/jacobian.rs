@@ -70,12 +70,12 @@ const MAX_TURN: f64 = 0.5;
 /// [`DlsSteps::refine_toward`] has settled when a step turns no bone by more than this
 /// (radians): far below what moving a target by round-off may change (the continuity
 /// properties hold answers to 1e-6 rad under 1e-12 changes of a target).
-pub(crate) const SETTLED: f64 = 2e-8;
+const SETTLED: f64 = 2e-8;
 /// [`SETTLED`] for a solve that starts near its answer (tracking, warm-started from the frame
 /// before): the answer then differs from the cold solve's by about this much (the natural-poses
 /// issue allows 1e-3 rad between a bake's frame and the cold solve of that frame), and the steps
 /// stop several iterations sooner.
-pub(crate) const SETTLED_NEAR: f64 = 1e-6;
+const SETTLED_NEAR: f64 = 1e-6;
 
 /// The unknowns of one bone (a turn about up to three world axes through its head, scaled by
 /// `gain`), or of the root's translation (`bone: None`, the three world axes).
@@ -200,12 +200,11 @@ impl DlsSteps {
     /// far, up to [`PULL_MAX`]. The pull stops when the steps are within `settled` of their
     /// limit (or after [`RELAX_ITERATIONS`] while a limit holds a bone), and plain steps finish
     /// the goals. A bone whose twist is locked keeps the reference's twist.
-    pub(crate) fn refine_toward(&mut self, problem: &Problem, pose: &mut Pose, fk: Option<&Frames>, reference: &Pose, settled: f64, tolerance: f64, max_iterations: u32) -> DlsOutcome {
+    pub(crate) fn refine_toward(&mut self, problem: &Problem, pose: &mut Pose, fk: Option<&Frames>, reference: &Pose, tolerance: f64, max_iterations: u32) -> DlsOutcome {
         let mut r = self.reference.take().unwrap_or_default();
         r.rotations.clone_from(&reference.rotations);
         r.root_translation = reference.root_translation;
         self.reference = Some(r);
-        self.settled = settled;
         self.run(problem, pose, fk, tolerance, max_iterations)
     }
 
@@ -241,6 +240,8 @@ impl DlsSteps {
         if self.joints.is_empty() || m == 0 {
             return DlsOutcome { iterations: 0, reached: self.all_reached(problem, tolerance) };
         }
+        // Where the steps toward the reference stop: nearer their limit from a cold start.
+        self.settled = if super::reference::starts_near(problem, &self.frames) { SETTLED_NEAR } else { SETTLED };
         // Toward the reference while `relaxing`; then plain steps finish the goals.
         let mut relaxing = self.reference.is_some();
         // While relaxing, goals within this error count as met (a step's chord correction
