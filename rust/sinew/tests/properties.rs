@@ -53,6 +53,7 @@ impl LimitSpec {
             twist: self.twist.map(|(min, max)| TwistLimit { min, max }),
             locked: self.locked,
             stiffness: self.stiffness,
+            stiffness_axes: None,
         }
     }
 }
