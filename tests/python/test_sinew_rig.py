@@ -139,7 +139,8 @@ def test_limits_set_read_and_clear():
     rig.set_locked(3, False)
     assert rig.limit(3)["locked"] is False
     rig.clear_limits(1)
-    assert rig.limit(1) == {"swing": "free", "cone": None, "twist": None, "hinge": None, "locked": False, "stiffness": 0.0}
+    assert rig.limit(1) == {"swing": "free", "cone": None, "twist": None, "hinge": None, "locked": False, "stiffness": 0.0,
+                            "stiffness_axes": (0.0, 0.0, 0.0)}
     assert rig.limit(np.int64(0))["swing"] == "free"  # numpy integers name bones too
 
 

@@ -609,15 +609,16 @@ impl JointLimit {
                 return Err(out("twist max", t.max, "[min, π]"));
             }
         }
-        if !(self.stiffness >= 0.0 && self.stiffness < 1.0) {
-            return Err(out("stiffness", self.stiffness, "[0, 1)"));
-        }
+        // Per axis first, so the message names the axis.
         if let Some(axes) = self.stiffness_axes {
             for (what, v) in ["stiffness x", "stiffness y", "stiffness z"].into_iter().zip(axes) {
                 if !(v >= 0.0 && v < 1.0) {
                     return Err(out(what, v, "[0, 1)"));
                 }
             }
+        }
+        if !(self.stiffness >= 0.0 && self.stiffness < 1.0) {
+            return Err(out("stiffness", self.stiffness, "[0, 1)"));
         }
         Ok(self)
     }
