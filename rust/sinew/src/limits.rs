@@ -612,7 +612,7 @@ impl JointLimit {
         // Per axis first, so the message names the axis.
         if let Some(axes) = self.stiffness_axes {
             for (what, v) in ["stiffness x", "stiffness y", "stiffness z"].into_iter().zip(axes) {
-                if !(v >= 0.0 && v < 1.0) {
+                if !(0.0..1.0).contains(&v) {
                     return Err(out(what, v, "[0, 1)"));
                 }
             }

@@ -54,7 +54,7 @@ impl LimitSpec {
             locked: self.locked,
             stiffness: self.stiffness,
             // Above 0.5, per axis: as stiff about X, half as stiff about Y, free about Z.
-            stiffness_axes: (self.stiffness > 0.5).then(|| [self.stiffness, 0.5 * self.stiffness, 0.0]),
+            stiffness_axes: (self.stiffness > 0.5).then_some([self.stiffness, 0.5 * self.stiffness, 0.0]),
         }
     }
 }
