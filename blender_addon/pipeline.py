@@ -177,12 +177,19 @@ def solve_pose(context, ob, settings: Settings, *, key: bool = True) -> SolveRes
     # The current pose is the pose before IK (IK constraints never change the bones' own
     # rotation channels): it is both where the solve starts and where the freedom the goals
     # leave falls back to, so a goal already met leaves the pose as it is.
+    # IK constraint influence as Blender applies it: pole-less goals move toward the effector's
+    # pose before IK; chains with a pole are blended with it after solving.
+    pose_f = np.asarray(pose, dtype=np.float64)[None]
+    tg, orients, poles = (np.array(a, dtype=np.float64)[None] for a in targets)
+    problem.blend_goals(lambda _k: problem.rig, tg, orients, pose_f, np.asarray(root_t, dtype=np.float64)[None])
+    targets = (tg[0], orients[0], poles[0])
     try:
         sol = solver.solve(problem.rig, problem.engine_goals(*targets), pose=pose, root_translation=root_t,
                            root=settings.root, reference=pose, reference_root_translation=root_t)
     except sinew.SinewError as ex:
         raise ReadError(f"Sinew could not solve: {ex}") from ex
-    rotations = np.asarray(sol.rotations)
+    rotations = np.array(sol.rotations, dtype=np.float64)
+    problem.blend_result(pose_f, rotations[None])
     if not np.all(np.isfinite(rotations)):
         raise ReadError("Sinew returned a non-finite pose; nothing was changed")
 
@@ -713,6 +720,16 @@ class BakeJob:
         # 2. Solve: one solve_sequence call, unless the bones above the chains (or the pinned
         #    root's location) move in the range; then each frame is solved on its own rig.
         t0 = time.perf_counter()
+        # IK constraint influence as Blender applies it (RigProblem.blend_goals, blend_result).
+        frame_rigs: dict[int, object] = {}
+
+        def rig_for_frame(k):
+            key = 0 if not np.any(rests[k] != rests[0]) else k
+            if key not in frame_rigs:
+                frame_rigs[key] = p.make_rig(rests[key])
+            return frame_rigs[key]
+
+        p.blend_goals(rig_for_frame, targets, orients, references, root_loc)
         per_frame = bool(np.any(np.abs(rests - rests[0]) > 1e-6))
         if conn and np.any(np.abs(np.einsum("fci,ci->fc", conn_rot, conn_rot[0])) < 1.0 - 1e-12):
             per_frame = True
@@ -765,6 +782,7 @@ class BakeJob:
                     pose, root = np.array(rotations[k]), np.array(root_t[k])
             pose, root = np.array(rotations[c1 - 1]), np.array(root_t[c1 - 1])
             yield 0.5 + 0.4 * c1 / nf
+        p.blend_result(references, rotations)
         if not np.all(np.isfinite(rotations)):
             raise ReadError("Sinew returned a non-finite pose; nothing was changed")
         solve_s = time.perf_counter() - t0
@@ -881,7 +899,10 @@ def _limit_json(d):
         axis, lo, hi = d["hinge"]
         swing = {"hinge": {"axis": [float(v) for v in axis], "min": lo, "max": hi}}
     twist = None if d["twist"] is None else {"min": d["twist"][0], "max": d["twist"][1]}
-    return {"swing": swing, "twist": twist, "locked": bool(d["locked"]), "stiffness": float(d["stiffness"])}
+    axes = [float(v) for v in d.get("stiffness_axes", (d["stiffness"],) * 3)]
+    # One number when the three axes agree, else [x, y, z] (per local axis).
+    stiffness = axes[0] if axes[0] == axes[1] == axes[2] else axes
+    return {"swing": swing, "twist": twist, "locked": bool(d["locked"]), "stiffness": stiffness}
 
 
 def export_problem(context, ob, settings: Settings) -> dict:
@@ -889,4 +910,9 @@ def export_problem(context, ob, settings: Settings) -> dict:
     problem = rig_reader.read(ob, depsgraph=depsgraph)
     targets = problem.sample_goals(depsgraph)
     pose, root_t = problem.pose_from_bones(ob.pose.bones)
-    return problem_document(problem, *targets, pose, root_t, settings)
+    # Influence as IK Solve applies it before solving (pole-less goals move toward the pose
+    # before IK); the blend after solving of poled chains has no place in the format.
+    tg, orients, poles = (np.array(a, dtype=np.float64)[None] for a in targets)
+    problem.blend_goals(lambda _k: problem.rig, tg, orients, np.asarray(pose, dtype=np.float64)[None],
+                        np.asarray(root_t, dtype=np.float64)[None])
+    return problem_document(problem, tg[0], orients[0], poles[0], pose, root_t, settings)

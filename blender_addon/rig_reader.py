@@ -79,6 +79,7 @@ class GoalSpec:
     pole_angle: float
     source: str                  # for the UI: "Sinew" or 'IK "name"'
     constraint: str = ""         # the Blender IK constraint this goal comes from, if any
+    influence: float = 1.0       # the IK constraint's influence (see RigProblem.blend_goals)
 
 
 @dataclass
@@ -90,7 +91,8 @@ class LimitSpec:
     hinge: tuple = ()            # (axis (3,), min, max)
     twist: tuple | None = None   # (min, max)
     locked: bool = False
-    stiffness: float = 0.0
+    stiffness: float = 0.0       # the largest of the three axes'
+    stiffness_axes: tuple | None = None  # (x, y, z) per local axis where they differ
     source: str = ""
 
     @property
@@ -184,9 +186,9 @@ def read_goals(ob) -> tuple[list[GoalSpec], list[tuple[str, str]], list[str]]:
                 effector, source = pb.parent.name, f'IK "{c.name}" on {pb.name} (Use Tail off)'
             goals.append(GoalSpec(
                 bone=effector, target=TargetRef(c.target, sub), use_tail=True,
-                # The engine has no partially applied goal; a constraint's influence scales its
-                # weight, which decides how competing goals share bones.
-                weight=max(1e-3, c.weight * c.influence),
+                # Influence is applied as Blender's IK applies it (RigProblem.blend_goals and
+                # blend_result), not through the weight.
+                weight=c.weight, influence=float(min(1.0, c.influence)),
                 use_orientation=c.use_rotation,
                 chain_length=c.chain_count,
                 pole=pole, pole_angle=c.pole_angle, source=source, constraint=c.name,
@@ -251,9 +253,12 @@ def read_limit(pb) -> LimitSpec:
     if lim.swing != "hinge" and not lim.locked and y_range is not None:
         lim.twist = y_range
         sources.append("IK limit Y")
-    stiffness = max(pb.ik_stiffness_x, pb.ik_stiffness_y, pb.ik_stiffness_z)
-    if stiffness > 0.0:
-        lim.stiffness = min(stiffness, MAX_STIFFNESS)
+    # Blender's IK weights each local axis by 1 - ik_stiffness (IK_QSegment::SetWeight); the
+    # engine does the same in its damped-least-squares steps (FABRIK's own use the largest).
+    axes = tuple(min(float(v), MAX_STIFFNESS) for v in (pb.ik_stiffness_x, pb.ik_stiffness_y, pb.ik_stiffness_z))
+    lim.stiffness = max(axes)
+    if not axes[0] == axes[1] == axes[2]:
+        lim.stiffness_axes = axes
 
     # Sinew's own settings override Blender's per aspect.
     if s.use_cone:
@@ -270,7 +275,7 @@ def read_limit(pb) -> LimitSpec:
         lim.locked = True
         sources.append("Sinew lock")
     if s.stiffness > 0.0:
-        lim.stiffness = s.stiffness
+        lim.stiffness, lim.stiffness_axes = s.stiffness, None
     lim.source = ", ".join(sources)
     return lim
 
@@ -291,7 +296,9 @@ def apply_limit(rig, name: str, lim: LimitSpec) -> None:
             rig.set_twist_limit(name, *lim.twist)
         if lim.locked:
             rig.set_locked(name, True)
-        if lim.stiffness > 0.0:
+        if lim.stiffness_axes is not None:
+            rig.set_stiffness(name, *lim.stiffness_axes)
+        elif lim.stiffness > 0.0:
             rig.set_stiffness(name, lim.stiffness)
     except sinew.SinewError as ex:
         src = f" ({lim.source})" if lim.source else ""
@@ -428,6 +435,49 @@ class RigProblem:
                                 f"rotation (NaN or infinity) at frame {frames[k]}; check its animation, drivers and "
                                 "constraints")
 
+    # -- IK constraint influence, as Blender's IK applies it ---------------------------------
+    #
+    # Blender's IK (iksolver_plugin execute_posetree) applies a constraint's influence (its
+    # "enforce") in one of two ways. Without a pole it moves the goal: the target becomes
+    # influence * target + (1 - influence) * the effector's tail in the pose before IK (and a
+    # rotation goal the slerp between the effector's rotation before IK and the target's), and
+    # that goal is solved fully. With a pole it blends the result: every bone of the chain turns
+    # from its rotation before IK by the slerp of that turn by the influence (blend_m3_m3m3 of
+    # the basis change with identity). Sinew's pose before IK is the reference pose (IK Solve's
+    # current pose, a bake's keyed pose per frame).
+
+    def blend_goals(self, rig_for_frame, targets, orients, references, root_translations) -> None:
+        """Moves, in place, the targets (F, G, 3) and orientations (F, G, 4) of pole-less goals
+        with influence < 1 toward their effector in each frame's reference pose (F, N, 4) with
+        root translation (F, 3); ``rig_for_frame(k)`` is the engine rig of frame k."""
+        blended = [i for i, g in enumerate(self.goals) if g.influence < 1.0 and g.pole is None]
+        if not blended:
+            return
+        idx = self.index
+        for k in range(len(targets)):
+            _heads, tails, world = rig_for_frame(k).forward_kinematics(references[k], root_translations[k])
+            for i in blended:
+                g = self.goals[i]
+                b = idx[g.bone]
+                tip = tails[b] if g.use_tail else _heads[b]
+                targets[k, i] = g.influence * targets[k, i] + (1.0 - g.influence) * tip
+                if g.use_orientation:
+                    orients[k, i] = slerp_wxyz(world[b][None], orients[k, i][None], g.influence)[0]
+
+    def blend_result(self, references, rotations) -> None:
+        """Blends, in place, the solved rotations (F, N, 4) of the bones that goals with a pole
+        and influence < 1 move with each frame's reference (F, N, 4): the slerp by the influence
+        (a bone that several such goals move takes the smallest influence)."""
+        inf: dict[str, float] = {}
+        for g, chain in zip(self.goals, self.moved):
+            if g.influence < 1.0 and g.pole is not None:
+                for name in chain:
+                    inf[name] = min(inf.get(name, 1.0), g.influence)
+        idx = self.index
+        for name, t in inf.items():
+            b = idx[name]
+            rotations[:, b] = slerp_wxyz(references[:, b], rotations[:, b], t)
+
     def engine_goals(self, targets, orients, poles):
         sinew = engine()
         out = []
@@ -463,6 +513,25 @@ def armature_inverse(ob, matrix_world) -> Matrix:
         raise ReadError(f'Armature "{ob.name}" has a zero or non-finite scale in the scene (its world matrix '
                         "cannot be inverted); fix the object's scale, animation or drivers")
     return matrix_world.inverted()
+
+
+def slerp_wxyz(a, b, t: float) -> np.ndarray:
+    """Per row, the slerp from quaternion ``a`` to ``b`` (arrays (K, 4) wxyz) by ``t``, along the
+    shorter arc, in ``a``'s hemisphere (Blender's interp_qt_qtqt)."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64).copy()
+    dot = np.einsum("ki,ki->k", a, b)
+    b[dot < 0.0] *= -1.0
+    dot = np.abs(dot)
+    out = np.empty_like(a)
+    near = dot > 1.0 - 1e-10
+    out[near] = (1.0 - t) * a[near] + t * b[near]
+    far = ~near
+    if far.any():
+        theta = np.arccos(np.clip(dot[far], -1.0, 1.0))
+        s = np.sin(theta)
+        out[far] = (np.sin((1.0 - t) * theta) / s)[:, None] * a[far] + (np.sin(t * theta) / s)[:, None] * b[far]
+    return out / np.linalg.norm(out, axis=1, keepdims=True)
 
 
 def orientation_quaternion(m3, spec) -> Quaternion:

@@ -56,9 +56,10 @@
 /**
  * Minor version of the C ABI. It grows when functions, status codes or enum values are added.
  * 2 added reference poses (`sinew_problem_set_reference`, `sinew_problem_reference`,
- * `sinew_solver_solve_sequence_with_references`) and `sinew_solver_orientation_residuals`.
+ * `sinew_solver_solve_sequence_with_references`) and `sinew_solver_orientation_residuals`; 3
+ * added per-axis stiffness (`sinew_rig_set_stiffness_axes`).
  */
-#define SINEW_ABI_VERSION_MINOR 2
+#define SINEW_ABI_VERSION_MINOR 3
 
 /**
  * What every `sinew_*` function that can fail returns.
@@ -594,6 +595,20 @@ sinew_status sinew_rig_set_locked(struct sinew_rig *rig,
 sinew_status sinew_rig_set_stiffness(struct sinew_rig *rig,
                                      size_t bone,
                                      double stiffness);
+
+/**
+ * Sets bone `bone`'s stiffness per axis of its own frame, each in [0, 1) (Blender's
+ * `ik_stiffness_x/y/z`): the damped-least-squares steps weight a turn about the bone's local
+ * X, Y and Z by `1 - x`, `1 - y` and `1 - z`; FABRIK's own steps use the largest.
+ * `sinew_rig_set_stiffness` sets all three to one value again. Since ABI 0.3.
+ *
+ * Errors: `NULL_ARGUMENT`, `UNKNOWN_BONE`, `LIMIT_OUT_OF_RANGE`.
+ */
+sinew_status sinew_rig_set_stiffness_axes(struct sinew_rig *rig,
+                                          size_t bone,
+                                          double x,
+                                          double y,
+                                          double z);
 
 /**
  * Removes every limit of bone `bone` (free swing and twist, unlocked, no stiffness).

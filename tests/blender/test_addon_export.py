@@ -48,7 +48,7 @@ def test_export_loads_back_and_solves_to_the_same_rotations(addon, tmp_path):
     assert bones["L1"]["limit"]["twist"] == {"min": pytest.approx(-0.2), "max": pytest.approx(0.3)}
     assert bones["trunk1"]["limit"]["swing"]["cone"]["z_neg"] == pytest.approx(0.5)
     assert bones["trunk1"]["limit"]["swing"]["cone"]["x_pos"] == pytest.approx(math.pi)
-    assert bones["trunk2"]["limit"]["stiffness"] == pytest.approx(0.4)
+    assert bones["trunk2"]["limit"]["stiffness"] == [0.0, pytest.approx(0.4), 0.0]  # ik_stiffness_y only, per axis
     assert bones["L0"]["parent"] == "trunk2" and bones["trunk0"]["parent"] is None
     goals = {g["bone"]: g for g in doc["goals"]}
     assert goals["R2"]["pole"]["angle"] == pytest.approx(math.radians(-30))

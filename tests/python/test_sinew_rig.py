@@ -105,6 +105,22 @@ def test_float32_and_integer_inputs_are_accepted():
     rig64.forward_kinematics(big)
 
 
+def test_stiffness_per_axis():
+    rig = chain(4)
+    rig.set_stiffness(1, 0.1, 0.5, 0.0)
+    lim = rig.limit(1)
+    assert lim["stiffness_axes"] == (0.1, 0.5, 0.0) and lim["stiffness"] == 0.5
+    rig.set_stiffness(1, 0.3)  # one value: every axis again
+    assert rig.limit(1)["stiffness_axes"] == (0.3, 0.3, 0.3)
+    with pytest.raises(sinew.LimitError, match="stiffness y"):
+        rig.set_stiffness(1, 0.1, 1.0, 0.0)
+    with pytest.raises(sinew.LimitError):
+        rig.set_stiffness(1, 0.1, float("nan"), 0.0)
+    assert rig.limit(1)["stiffness_axes"] == (0.3, 0.3, 0.3)  # nothing changed
+    with pytest.raises(TypeError):
+        rig.set_stiffness(1, 0.1, 0.2)
+
+
 def test_limits_set_read_and_clear():
     rig = chain(4)
     rig.set_cone_limit(1, 0.5, 0.4, 0.3, 0.2)
@@ -112,7 +128,7 @@ def test_limits_set_read_and_clear():
     rig.set_stiffness(1, 0.25)
     assert rig.limit(1) == {
         "swing": "cone", "cone": (0.5, 0.4, 0.3, 0.2), "twist": (-0.1, 0.2), "hinge": None,
-        "locked": False, "stiffness": 0.25,
+        "locked": False, "stiffness": 0.25, "stiffness_axes": (0.25, 0.25, 0.25),
     }
     rig.set_hinge_limit("b2", (2.0, 0, 0), -0.5, 2.0)
     lim = rig.limit(2)
@@ -123,7 +139,8 @@ def test_limits_set_read_and_clear():
     rig.set_locked(3, False)
     assert rig.limit(3)["locked"] is False
     rig.clear_limits(1)
-    assert rig.limit(1) == {"swing": "free", "cone": None, "twist": None, "hinge": None, "locked": False, "stiffness": 0.0}
+    assert rig.limit(1) == {"swing": "free", "cone": None, "twist": None, "hinge": None, "locked": False, "stiffness": 0.0,
+                            "stiffness_axes": (0.0, 0.0, 0.0)}
     assert rig.limit(np.int64(0))["swing"] == "free"  # numpy integers name bones too
 
 

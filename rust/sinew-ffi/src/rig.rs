@@ -335,7 +335,29 @@ pub unsafe extern "C" fn sinew_rig_set_stiffness(rig: *mut sinew_rig, bone: usiz
     ffi_status!({
         // SAFETY: a live rig, not used concurrently (contract).
         let rig = unsafe { get_mut(rig, "rig") }?;
-        rig.set_limit(bone, |l| l.stiffness = stiffness)
+        rig.set_limit(bone, |l| {
+            l.stiffness = stiffness;
+            l.stiffness_axes = None;
+        })
+    })
+}
+
+/// Sets bone `bone`'s stiffness per axis of its own frame, each in [0, 1) (Blender's
+/// `ik_stiffness_x/y/z`): the damped-least-squares steps weight a turn about the bone's local
+/// X, Y and Z by `1 - x`, `1 - y` and `1 - z`; FABRIK's own steps use the largest.
+/// `sinew_rig_set_stiffness` sets all three to one value again. Since ABI 0.3.
+///
+/// Errors: `NULL_ARGUMENT`, `UNKNOWN_BONE`, `LIMIT_OUT_OF_RANGE`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sinew_rig_set_stiffness_axes(rig: *mut sinew_rig, bone: usize, x: f64, y: f64, z: f64) -> sinew_status {
+    ffi_status!({
+        // SAFETY: a live rig, not used concurrently (contract).
+        let rig = unsafe { get_mut(rig, "rig") }?;
+        rig.set_limit(bone, |l| {
+            // The largest (NaN stays NaN, for validation to refuse).
+            l.stiffness = if [x, y, z].iter().any(|v| v.is_nan()) { f64::NAN } else { x.max(y).max(z) };
+            l.stiffness_axes = Some([x, y, z]);
+        })
     })
 }
 

@@ -76,6 +76,7 @@ c_api! {
     fn sinew_rig_set_twist_limit(rig: *mut sinew_rig, bone: usize, min: f64, max: f64) -> Status;
     fn sinew_rig_set_locked(rig: *mut sinew_rig, bone: usize, locked: u32) -> Status;
     fn sinew_rig_set_stiffness(rig: *mut sinew_rig, bone: usize, stiffness: f64) -> Status;
+    fn sinew_rig_set_stiffness_axes(rig: *mut sinew_rig, bone: usize, x: f64, y: f64, z: f64) -> Status;
     fn sinew_rig_clear_limit(rig: *mut sinew_rig, bone: usize) -> Status;
     fn sinew_goal_default(out: *mut sinew_goal) -> Status;
     fn sinew_problem_new(rig: *const sinew_rig, root_mode: u32, out: *mut *mut sinew_problem) -> Status;
@@ -427,7 +428,9 @@ fn set_limit_through_c(api: &Api, rig: *mut sinew_rig, i: usize, limit: &JointLi
     if limit.locked {
         api.ok(unsafe { api.sinew_rig_set_locked(rig, i, 1) });
     }
-    if limit.stiffness != 0.0 {
+    if let Some([x, y, z]) = limit.stiffness_axes {
+        api.ok(unsafe { api.sinew_rig_set_stiffness_axes(rig, i, x, y, z) });
+    } else if limit.stiffness != 0.0 {
         api.ok(unsafe { api.sinew_rig_set_stiffness(rig, i, limit.stiffness) });
     }
 }
@@ -924,6 +927,12 @@ fn misuse_is_reported(api: &Api) {
         api.ok(api.sinew_rig_set_locked(rig, 1, 0));
         api.expect(api.sinew_rig_set_stiffness(rig, 1, 1.0), sinew_status::LimitOutOfRange);
         api.expect(api.sinew_rig_set_stiffness(rig, 1, f64::NAN), sinew_status::LimitOutOfRange);
+        api.ok(api.sinew_rig_set_stiffness(rig, 1, 0.5));
+        api.expect(api.sinew_rig_set_stiffness_axes(rig, 1, 0.1, 1.0, 0.0), sinew_status::LimitOutOfRange);
+        api.expect(api.sinew_rig_set_stiffness_axes(rig, 1, 0.1, 0.0, f64::NAN), sinew_status::LimitOutOfRange);
+        api.expect(api.sinew_rig_set_stiffness_axes(rig, 1, -0.1, 0.0, 0.0), sinew_status::LimitOutOfRange);
+        api.expect(api.sinew_rig_set_stiffness_axes(null_mut(), 1, 0.1, 0.0, 0.0), sinew_status::NullArgument);
+        api.ok(api.sinew_rig_set_stiffness_axes(rig, 1, 0.1, 0.5, 0.0));
         api.ok(api.sinew_rig_set_stiffness(rig, 1, 0.5));
         api.expect(api.sinew_rig_clear_limit(null_mut(), 0), sinew_status::NullArgument);
 

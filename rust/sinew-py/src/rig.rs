@@ -186,8 +186,18 @@ impl PyRig {
         self.update_limit(bone, |l| JointLimit { locked, ..l })
     }
 
-    fn set_stiffness(&self, bone: &Bound<'_, PyAny>, stiffness: f64) -> PyResult<()> {
-        self.update_limit(bone, |l| JointLimit { stiffness, ..l })
+    #[pyo3(signature = (bone, stiffness, y = None, z = None))]
+    fn set_stiffness(&self, bone: &Bound<'_, PyAny>, stiffness: f64, y: Option<f64>, z: Option<f64>) -> PyResult<()> {
+        match (y, z) {
+            (None, None) => self.update_limit(bone, |l| JointLimit { stiffness, stiffness_axes: None, ..l }),
+            (Some(y), Some(z)) => {
+                // `stiffness` (the largest) is what FABRIK's own steps use; NaN is left for
+                // validation to refuse.
+                let largest = if [stiffness, y, z].iter().any(|v| v.is_nan()) { f64::NAN } else { stiffness.max(y).max(z) };
+                self.update_limit(bone, |l| JointLimit { stiffness: largest, stiffness_axes: Some([stiffness, y, z]), ..l })
+            }
+            _ => Err(pyo3::exceptions::PyTypeError::new_err("set_stiffness takes one stiffness (every axis) or x, y and z")),
+        }
     }
 
     fn clear_limits(&self, bone: &Bound<'_, PyAny>) -> PyResult<()> {
@@ -214,7 +224,9 @@ impl PyRig {
         d.set_item("twist", l.twist.map(|t| (t.min, t.max)))?;
         d.set_item("hinge", hinge)?;
         d.set_item("locked", l.locked)?;
-        d.set_item("stiffness", l.stiffness)?;
+        d.set_item("stiffness", l.max_stiffness())?;
+        let [sx, sy, sz] = l.axis_stiffness();
+        d.set_item("stiffness_axes", (sx, sy, sz))?;
         Ok(d)
     }
 

@@ -413,6 +413,31 @@ mod tests {
         assert!(matches!(Problem::from_json(&CHAIN.replace("\"x_pos\": 0.5", "\"x_pos\": 9")), Err(Error::LimitOutOfRange { .. })));
     }
 
+    /// `stiffness` is one number (every axis) or `[x, y, z]` (per local axis); each in [0, 1);
+    /// files without it load as before, and a file written back reads the same.
+    #[test]
+    fn stiffness_is_one_number_or_one_per_axis() {
+        let per_axis = CHAIN.replace("\"twist\": {\"min\": -0.1, \"max\": 0.1}", "\"twist\": {\"min\": -0.1, \"max\": 0.1}, \"stiffness\": [0.1, 0.5, 0]");
+        let lp = Problem::from_json(&per_axis).unwrap();
+        let limit = lp.problem.rig().bone(1).limit;
+        assert_eq!(limit.axis_stiffness(), [0.1, 0.5, 0.0]);
+        assert_eq!(limit.max_stiffness(), 0.5);
+        assert_eq!(Problem::from_json(CHAIN).unwrap().problem.rig().bone(1).limit.axis_stiffness(), [0.0; 3]);
+        let one = Problem::from_json(&per_axis.replace("[0.1, 0.5, 0]", "0.25")).unwrap();
+        assert_eq!(one.problem.rig().bone(1).limit.axis_stiffness(), [0.25; 3]);
+        assert_eq!(one.problem.rig().bone(1).limit.stiffness_axes, None);
+        // Written back, read the same.
+        let file = ProblemFile::from_json(&per_axis).unwrap();
+        let again = ProblemFile::from_json(&file.to_json()).unwrap().load().unwrap();
+        assert_eq!(again.problem.rig().bone(1).limit, limit);
+        assert!(file.to_json().contains("0.5"), "{}", file.to_json());
+        for bad in ["[0.1, 1.0, 0]", "[-0.1, 0, 0]", "[0.1, 0.2]", "1.0"] {
+            let r = Problem::from_json(&per_axis.replace("[0.1, 0.5, 0]", bad));
+            assert!(matches!(r, Err(Error::LimitOutOfRange { .. } | Error::Format(_))), "{bad}: {r:?}");
+        }
+        assert!(matches!(Problem::from_json(&per_axis.replace("[0.1, 0.5, 0]", "[0.1, 1.0, 0]")), Err(Error::LimitOutOfRange { .. })));
+    }
+
     fn with_reference(reference: &str) -> String {
         CHAIN.replace("\"settings\":", &format!("\"reference\": {reference},\n        \"settings\":"))
     }

@@ -258,8 +258,11 @@ pub enum Swing {
 }
 
 /// Every limit on one bone.
+///
+/// In the problem format `stiffness` is one number (all three axes) or `[x, y, z]`, one per axis
+/// of the bone's own frame (Blender's `ik_stiffness_x/y/z`).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(from = "JointLimitRepr", into = "JointLimitRepr")]
 pub struct JointLimit {
     /// The rotational (swing) bound.
     pub swing: Swing,
@@ -267,25 +270,89 @@ pub struct JointLimit {
     pub twist: Option<TwistLimit>,
     /// A locked bone keeps the rotation it starts the solve with.
     pub locked: bool,
-    /// Resistance to motion in [0, 1): 0 is free, near 1 barely moves. Each solver step moves the
-    /// bone `1 - stiffness` of the way toward where it wants to go.
+    /// Resistance to motion in [0, 1) about all three axes: 0 is free, near 1 barely moves. Each
+    /// solver step moves the bone `1 - stiffness` of the way toward where it wants to go.
+    /// [`JointLimit::stiffness_axes`], when set, takes its place.
     pub stiffness: f64,
+    /// Resistance per axis of the bone's own frame (X, Y, Z), each in [0, 1), as Blender's
+    /// `ik_stiffness_x/y/z`: the damped-least-squares steps weight a turn about local axis `c` by
+    /// `1 - stiffness_axes[c]` (Blender's `IK_QSegment::SetWeight`); FABRIK's own steps use the
+    /// largest. `None`: [`JointLimit::stiffness`] about every axis.
+    pub stiffness_axes: Option<[f64; 3]>,
+}
+
+/// A bone's stiffness as the problem format writes it: one number, or one per local axis.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(untagged)]
+enum StiffnessRepr {
+    All(f64),
+    Axes([f64; 3]),
+}
+
+/// [`JointLimit`] as the problem format writes it.
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct JointLimitRepr {
+    swing: Swing,
+    twist: Option<TwistLimit>,
+    locked: bool,
+    stiffness: StiffnessRepr,
+}
+
+impl Default for JointLimitRepr {
+    fn default() -> Self {
+        JointLimit::FREE.into()
+    }
+}
+
+impl From<JointLimitRepr> for JointLimit {
+    fn from(r: JointLimitRepr) -> Self {
+        let (stiffness, stiffness_axes) = match r.stiffness {
+            StiffnessRepr::All(s) => (s, None),
+            StiffnessRepr::Axes(a) => (a[0].max(a[1]).max(a[2]), Some(a)),
+        };
+        Self { swing: r.swing, twist: r.twist, locked: r.locked, stiffness, stiffness_axes }
+    }
+}
+
+impl From<JointLimit> for JointLimitRepr {
+    fn from(l: JointLimit) -> Self {
+        let stiffness = match l.stiffness_axes {
+            Some(a) if !(a[0] == a[1] && a[1] == a[2]) => StiffnessRepr::Axes(a),
+            Some(a) => StiffnessRepr::All(a[0]),
+            None => StiffnessRepr::All(l.stiffness),
+        };
+        Self { swing: l.swing, twist: l.twist, locked: l.locked, stiffness }
+    }
 }
 
 impl Default for JointLimit {
     fn default() -> Self {
-        Self { swing: Swing::Free, twist: None, locked: false, stiffness: 0.0 }
+        Self::FREE
     }
 }
 
 impl JointLimit {
     /// No limit at all.
-    pub const FREE: Self = Self { swing: Swing::Free, twist: None, locked: false, stiffness: 0.0 };
+    pub const FREE: Self = Self { swing: Swing::Free, twist: None, locked: false, stiffness: 0.0, stiffness_axes: None };
+
+    /// The stiffness about the bone's local X, Y and Z.
+    #[must_use]
+    pub fn axis_stiffness(&self) -> [f64; 3] {
+        self.stiffness_axes.unwrap_or([self.stiffness; 3])
+    }
+
+    /// The largest stiffness about any axis (what FABRIK's own steps use).
+    #[must_use]
+    pub fn max_stiffness(&self) -> f64 {
+        let [x, y, z] = self.axis_stiffness();
+        x.max(y).max(z)
+    }
 
     /// True when the limit never changes a rotation (free, unlocked, not stiff).
     #[must_use]
     pub fn is_free(&self) -> bool {
-        matches!(self.swing, Swing::Free) && self.twist.is_none() && !self.locked && self.stiffness == 0.0
+        matches!(self.swing, Swing::Free) && self.twist.is_none() && !self.locked && self.max_stiffness() == 0.0
     }
 
     /// True when the bone's rotation is bounded (cone, hinge, twist or lock).
@@ -540,6 +607,14 @@ impl JointLimit {
             }
             if !(t.max >= t.min && t.max <= PI) {
                 return Err(out("twist max", t.max, "[min, π]"));
+            }
+        }
+        // Per axis first, so the message names the axis.
+        if let Some(axes) = self.stiffness_axes {
+            for (what, v) in ["stiffness x", "stiffness y", "stiffness z"].into_iter().zip(axes) {
+                if !(0.0..1.0).contains(&v) {
+                    return Err(out(what, v, "[0, 1)"));
+                }
             }
         }
         if !(self.stiffness >= 0.0 && self.stiffness < 1.0) {

@@ -498,7 +498,7 @@ fn serial_chain(rig: &Rig, goals: &[Goal], topology: &Topology, root: RootMode) 
     let mut limited = false;
     for (k, &b) in moved.iter().enumerate() {
         let limit = &rig.bone(b).limit;
-        if limit.locked || limit.stiffness != 0.0 || matches!(limit.swing, crate::limits::Swing::Hinge(_)) {
+        if limit.locked || limit.max_stiffness() != 0.0 || matches!(limit.swing, crate::limits::Swing::Hinge(_)) {
             return None;
         }
         limited |= !limit.is_free();

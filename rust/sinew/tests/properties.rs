@@ -53,6 +53,8 @@ impl LimitSpec {
             twist: self.twist.map(|(min, max)| TwistLimit { min, max }),
             locked: self.locked,
             stiffness: self.stiffness,
+            // Above 0.5, per axis: as stiff about X, half as stiff about Y, free about Z.
+            stiffness_axes: (self.stiffness > 0.5).then_some([self.stiffness, 0.5 * self.stiffness, 0.0]),
         }
     }
 }

@@ -90,6 +90,7 @@ class _LimitDict(TypedDict):
     hinge: tuple[tuple[float, float, float], float, float] | None
     locked: bool
     stiffness: float
+    stiffness_axes: tuple[float, float, float]
 
 @final
 class Rig:
@@ -177,8 +178,11 @@ class Rig:
     def set_locked(self, bone: _Bone, locked: bool = True) -> None:
         """A locked bone keeps the rotation it starts a solve with."""
 
-    def set_stiffness(self, bone: _Bone, stiffness: float) -> None:
-        """Resistance to motion in [0, 1): 0 is free, near 1 barely moves."""
+    def set_stiffness(self, bone: _Bone, stiffness: float, y: float | None = None, z: float | None = None) -> None:
+        """Resistance to motion in [0, 1): 0 is free, near 1 barely moves. One value for every
+        axis, or ``set_stiffness(bone, x, y, z)`` per axis of the bone's own frame (Blender's
+        ``ik_stiffness_x/y/z``): the damped-least-squares steps weight each local axis by
+        ``1 - stiffness``; FABRIK's own steps use the largest."""
 
     def clear_limits(self, bone: _Bone) -> None:
         """Removes every limit (swing, twist, lock, stiffness) from the bone."""
@@ -186,7 +190,7 @@ class Rig:
     def limit(self, bone: _Bone) -> _LimitDict:
         """The bone's limits: ``{"swing": "free"|"cone"|"hinge", "cone": (x_pos, x_neg, z_pos,
         z_neg) | None, "twist": (min, max) | None, "hinge": ((x, y, z), min, max) | None,
-        "locked": bool, "stiffness": float}``."""
+        "locked": bool, "stiffness": float (the largest), "stiffness_axes": (x, y, z)}``."""
 
     def limit_violation(self, bone: _Bone, rotation_wxyz: Sequence[float] | _ArrayLike) -> float:
         """How far the local rotation ``(w, x, y, z)`` is outside the bone's limit, as an angle in

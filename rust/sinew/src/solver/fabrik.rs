@@ -1095,9 +1095,9 @@ impl Fabrik {
                 let local = (base.conjugate() * want).normalize();
                 let limit = &bone.limit;
                 let clamped = if limit.locked { self.start_locals[b] } else { limit.clamp(local) };
-                if limit.stiffness > 0.0 && !limit.locked {
+                if limit.max_stiffness() > 0.0 && !limit.locked {
                     // The slerp of two allowed rotations can leave a cone: clamp again.
-                    limit.clamp(self.locals[b].slerp(clamped, 1.0 - limit.stiffness))
+                    limit.clamp(self.locals[b].slerp(clamped, 1.0 - limit.max_stiffness()))
                 } else {
                     clamped
                 }

@@ -5,7 +5,9 @@
 //!
 //! The unknowns are small turns of every bone some goal moves: three world axes about the bone's
 //! head (one, the hinge axis, for a hinge; none for a locked bone), each scaled by
-//! `1 − stiffness`, plus the root's translation when it is free. The residual stacks, per goal,
+//! `1 − stiffness`, plus the root's translation when it is free. A bone whose stiffness differs
+//! between its local axes (Blender's `ik_stiffness_x/y/z`) turns about its own local X, Y and Z
+//! instead, each scaled by its own `1 − stiffness` (Blender's `IK_QSegment::SetWeight`). The residual stacks, per goal,
 //! `√weight · (target − effector)` and, for an orientation goal, `√weight · reach ·` the rotation
 //! vector from the effector's frame to the target frame (`reach` is the goal chain's length, so
 //! a radian counts as far as the chain reaches), and for a pole on a chain that shares bones with
@@ -82,8 +84,14 @@ const SETTLED_NEAR: f64 = 1e-6;
 #[derive(Debug, Clone, Copy)]
 struct Joint {
     bone: Option<usize>,
-    /// `1 − stiffness`.
+    /// `1 − stiffness` (the largest of the bone's axes', for per-axis stiffness).
     gain: f64,
+    /// Per-axis stiffness: each local axis's `1 − stiffness` over `gain` (X, Y, Z); `None` when
+    /// the three are equal.
+    ratios: Option<[f64; 3]>,
+    /// Per unknown axis: its length's share of the per-axis gain (the axes of a bone with
+    /// per-axis stiffness are scaled by it; 1 otherwise).
+    scales: [f64; 3],
     /// The bone's unknown axes at the current pose (world, `count` of them): its hinge axis, or
     /// the world axes with the blocked direction projected out.
     axes: [DVec3; 3],
@@ -387,11 +395,24 @@ impl DlsSteps {
             .iter()
             .map(|j| match j.bone {
                 Some(b) if self.swings(rig, b, j) => {
-                    // Swing only: the angle between the bone's direction and the reference's.
-                    let (d, wanted) = (pose.rotations[b] * DVec3::Y, reference.rotations[b] * DVec3::Y);
-                    (d.cross(wanted).length().atan2(d.dot(wanted)) / j.gain).powi(2)
+                    let Some(r) = j.ratios else {
+                        // Swing only: the angle between the bone's direction and the reference's.
+                        let (d, wanted) = (pose.rotations[b] * DVec3::Y, reference.rotations[b] * DVec3::Y);
+                        return (d.cross(wanted).length().atan2(d.dot(wanted)) / j.gain).powi(2);
+                    };
+                    // Per-axis stiffness: the minimal arc from the bone's direction to the
+                    // reference's, in the bone's own frame (about its X and Z), per axis over
+                    // its gain.
+                    let wanted = pose.rotations[b].conjugate() * reference.rotations[b] * DVec3::Y;
+                    let arc = DVec3::Y.cross(wanted);
+                    let w = arc.try_normalize().map_or(DVec3::ZERO, |a| a * arc.length().atan2(wanted.y));
+                    (DVec3::new(w.x / r[0], 0.0, w.z / r[2]) / j.gain).length_squared()
                 }
-                Some(b) => (rotation_vector(pose.rotations[b].conjugate() * reference.rotations[b]) / j.gain).length_squared(),
+                Some(b) => {
+                    let v = rotation_vector(pose.rotations[b].conjugate() * reference.rotations[b]);
+                    let v = j.ratios.map_or(v, |r| DVec3::new(v.x / r[0], v.y / r[1], v.z / r[2]));
+                    (v / j.gain).length_squared()
+                }
                 None => (rig.bone(0).rest_rotation * (reference.root_translation - pose.root_translation)).length_squared(),
             })
             .sum()
@@ -421,17 +442,19 @@ impl DlsSteps {
                 let arc = d.cross(wanted);
                 let angle = arc.length().atan2(d.dot(wanted));
                 if let Some(toward) = (wanted - d * d.dot(wanted)).try_normalize() {
-                    for (coord, axis) in coords.iter_mut().zip(&joint.axes[..joint.count]) {
+                    // An axis scaled by `s` (per-axis stiffness) moves `s` times as far per unit:
+                    // its coordinate is `along / s²` (its metric's), its turn `along / s²` times it.
+                    for ((coord, axis), s) in coords.iter_mut().zip(&joint.axes[..joint.count]).zip(joint.scales) {
                         let along = axis.cross(d).dot(toward) * angle;
-                        *coord = along / gain;
-                        within += *axis * along;
+                        *coord = along / (gain * s * s);
+                        within += *axis * (along / (s * s));
                     }
                 }
             } else if joint.bone.is_some() && !joint.world_axes {
-                for (coord, axis) in coords.iter_mut().zip(&joint.axes[..joint.count]) {
+                for ((coord, axis), s) in coords.iter_mut().zip(&joint.axes[..joint.count]).zip(joint.scales) {
                     let along = axis.dot(turn);
-                    *coord = along / gain;
-                    within += *axis * along;
+                    *coord = along / (gain * s * s);
+                    within += *axis * (along / (s * s));
                 }
             } else {
                 coords = (turn / gain).to_array();
@@ -485,7 +508,7 @@ impl DlsSteps {
         let rig = problem.rig();
         let topo = problem.topology();
         let goals = problem.goals();
-        let unknown = |bone: Option<usize>, gain: f64| Joint { bone, gain, axes: DVec3::AXES, count: 3, world_axes: true };
+        let unknown = |bone: Option<usize>, gain: f64, ratios: Option<[f64; 3]>| Joint { bone, gain, ratios, scales: [1.0; 3], axes: DVec3::AXES, count: 3, world_axes: true };
         // Toward a reference, a bone's turn counts more the shorter the bone is next to the
         // moving bones' mean (its gain is its length over that mean, at least
         // [`SHORT_BONE_GAIN`]): short bones (clavicles, neck and spine segments) turn less, as
@@ -497,13 +520,16 @@ impl DlsSteps {
         self.joints.clear();
         for &b in &topo.active {
             let limit = &rig.bone(b).limit;
-            if limit.locked || limit.stiffness >= 1.0 {
+            let [sx, sy, sz] = limit.axis_stiffness();
+            let least = sx.min(sy).min(sz);
+            if limit.locked || least >= 1.0 {
                 continue;
             }
-            self.joints.push(unknown(Some(b), (1.0 - limit.stiffness) * length_weight(b)));
+            let ratios = (sx != sy || sy != sz).then(|| [sx, sy, sz].map(|s| (1.0 - s) / (1.0 - least)));
+            self.joints.push(unknown(Some(b), (1.0 - least) * length_weight(b), ratios));
         }
         if problem.root() == RootMode::Free && topo.active.first() == Some(&0) {
-            self.joints.push(unknown(None, 1.0));
+            self.joints.push(unknown(None, 1.0, None));
         }
         self.reaches.clear();
         self.reach_start.clear();
@@ -568,19 +594,41 @@ impl DlsSteps {
             let swing_axes = self.joints[j].bone.filter(|&b| !self.twist_free[b]).and_then(|b| self.swing_axes(rig, b));
             let joint = &mut self.joints[j];
             if let Some(b) = joint.bone {
+                let world = self.frames.rotations[b];
+                // Per-axis stiffness: the bone's own axes, each scaled by its gain.
+                let own = joint.ratios.map(|r| [world * (DVec3::X * r[0]), world * (DVec3::Y * r[1]), world * (DVec3::Z * r[2])]);
+                joint.scales = [1.0; 3];
                 if let Swing::Hinge(h) = rig.bone(b).limit.swing {
                     // The local rotation turns about the hinge axis, which it therefore keeps.
-                    joint.axes[0] = self.frames.rotations[b] * h.axis;
+                    joint.axes[0] = world * h.axis;
                     joint.count = 1;
                     joint.world_axes = false;
+                    if let Some(r) = joint.ratios {
+                        joint.scales[0] = axis_scale(h.axis, r);
+                        joint.axes[0] *= joint.scales[0];
+                    }
                 } else if let Some(axes) = swing_axes {
                     joint.axes = axes.0;
                     joint.count = axes.1;
                     joint.world_axes = false;
+                    if let Some(r) = joint.ratios {
+                        for c in 0..joint.count {
+                            joint.scales[c] = axis_scale(world.conjugate() * joint.axes[c], r);
+                            joint.axes[c] *= joint.scales[c];
+                        }
+                    }
                 } else if let Some(v) = self.blocked[b] {
-                    joint.axes = DVec3::AXES.map(|a| a - v * v.dot(a));
+                    joint.axes = own.unwrap_or(DVec3::AXES).map(|a| a - v * v.dot(a));
                     joint.count = 3;
                     joint.world_axes = false;
+                    if let Some(r) = joint.ratios {
+                        joint.scales = r;
+                    }
+                } else if let (Some(own), Some(r)) = (own, joint.ratios) {
+                    joint.axes = own;
+                    joint.count = 3;
+                    joint.world_axes = false;
+                    joint.scales = r;
                 } else {
                     joint.axes = DVec3::AXES;
                     joint.count = 3;
@@ -792,6 +840,15 @@ impl DlsSteps {
         }
         largest
     }
+}
+
+/// The share of a per-axis gain that a turn about `local_axis` (in the bone's own frame, any
+/// length) gets, with `ratios` each local axis's gain over the largest: `1 / |(u_c / ratio_c)|`
+/// for the unit axis `u`, so the metric `Σ_c (θ u_c / ratio_c)²` of a turn `θ u` is `(θ / scale)²`.
+fn axis_scale(local_axis: DVec3, ratios: [f64; 3]) -> f64 {
+    let u = local_axis.normalize_or_zero();
+    let w = DVec3::new(u.x / ratios[0], u.y / ratios[1], u.z / ratios[2]).length();
+    if w > 0.0 { 1.0 / w } else { 1.0 }
 }
 
 /// One Gauss–Newton step (the Jacobian pseudo-inverse, Nilsson §2.4.2) of a free serial chain of
@@ -1057,7 +1114,8 @@ mod tests {
 
     /// A torso with two offset arms: a free root, a hinge elbow, a stiff shoulder; one goal with
     /// an orientation, one with a pole kept in the tree; and a second root with a goal of its own.
-    /// Every kind of unknown and row.
+    /// Per-axis stiffness on the root (its own three axes), the spine (blocked in the test below)
+    /// and the right forearm (twist locked: it swings only). Every kind of unknown and row.
     fn torso() -> (Problem, Pose) {
         let bone = |name: &str, parent: Option<usize>, head: DVec3, rot: DQuat, length: f64, limit: JointLimit| Bone {
             name: name.into(),
@@ -1070,13 +1128,15 @@ mod tests {
         let free = JointLimit::FREE;
         let hinge = JointLimit { swing: Swing::Hinge(HingeLimit { axis: DVec3::X, min: -2.5, max: 0.5 }), ..free };
         let stiff = JointLimit { stiffness: 0.3, ..free };
+        let axes = |a: [f64; 3]| JointLimit { stiffness: a[0].max(a[1]).max(a[2]), stiffness_axes: Some(a), ..free };
+        let swinging = JointLimit { twist: Some(crate::limits::TwistLimit { min: 0.0, max: 0.0 }), ..axes([0.2, 0.0, 0.7]) };
         let rig = Rig::new(vec![
-            bone("root", None, DVec3::new(0.1, 0.0, 0.2), DQuat::IDENTITY, 1.0, free),
-            bone("spine", Some(0), DVec3::new(0.0, 1.0, 0.0), DQuat::from_rotation_x(0.1), 1.0, free),
+            bone("root", None, DVec3::new(0.1, 0.0, 0.2), DQuat::IDENTITY, 1.0, axes([0.5, 0.2, 0.0])),
+            bone("spine", Some(0), DVec3::new(0.0, 1.0, 0.0), DQuat::from_rotation_x(0.1), 1.0, axes([0.6, 0.1, 0.3])),
             bone("arm.L", Some(1), DVec3::new(0.3, 1.0, 0.0), DQuat::from_rotation_z(-1.5), 0.8, free),
             bone("fore.L", Some(2), DVec3::new(0.0, 0.8, 0.0), DQuat::from_rotation_x(-0.3), 0.7, hinge),
             bone("arm.R", Some(1), DVec3::new(-0.3, 1.0, 0.05), DQuat::from_rotation_z(1.5), 0.8, stiff),
-            bone("fore.R", Some(4), DVec3::new(0.0, 0.8, 0.0), DQuat::from_rotation_x(-0.2), 0.7, free),
+            bone("fore.R", Some(4), DVec3::new(0.0, 0.8, 0.0), DQuat::from_rotation_x(-0.2), 0.7, swinging),
             // A second root (a prop): the root's translation does not carry it.
             bone("prop", None, DVec3::new(2.0, 0.0, 0.0), DQuat::from_rotation_z(0.3), 0.5, free),
             bone("prop.tip", Some(6), DVec3::new(0.0, 0.5, 0.0), DQuat::IDENTITY, 0.4, free),
@@ -1094,6 +1154,8 @@ mod tests {
         };
         let mut pose = pose;
         pose.rotations[3] = DQuat::from_rotation_x(-0.7);
+        // A pure swing, inside the forearm's locked twist.
+        pose.rotations[5] = DQuat::from_axis_angle(DVec3::new(0.6, 0.0, 0.8), 0.5);
         // The orientation rows are linearised about a met orientation (their Jacobian is the
         // turn itself there, as the steps assume near convergence).
         let met = problem.rig().forward(&pose).rotations[3];
@@ -1158,6 +1220,8 @@ mod tests {
             assert_eq!(joint.count, expected, "{joint:?}");
         }
         assert!(steps.twist_free.iter().any(|&f| f));
+        assert!(!steps.twist_free[5], "the forearm swings only");
+        assert_eq!(steps.joints.iter().filter(|j| j.ratios.is_some()).count(), 3, "per-axis stiffness on three bones");
         for i in 0..m {
             for j in 0..=i {
                 let dense: f64 = columns.iter().map(|col| col[i] * col[j]).sum();
@@ -1195,6 +1259,84 @@ mod tests {
                     assert!(angle_between(got, expected) < 1e-9, "bone {b}: turned {got:?}, finite differences give {expected:?}");
                 }
             }
+        }
+    }
+
+    /// The metric toward the reference is the steps' own: at a pose (no blocked direction) the
+    /// coordinates of the turns toward the reference, each over its axis's gain, add up to
+    /// [`DlsSteps::reference_distance`] (per-axis stiffness included), up to the swinging bone's
+    /// first-order axes.
+    #[test]
+    fn the_reference_metric_is_the_coordinates_over_the_gains() {
+        let (problem, pose) = torso();
+        let mut steps = DlsSteps::default();
+        let reference = Pose {
+            rotations: (0..8).map(|i| DQuat::from_euler(glam::EulerRot::XYZ, -0.07 * i as f64, 0.1, 0.03 * i as f64)).collect(),
+            root_translation: DVec3::new(0.3, 0.1, -0.2),
+        };
+        let mut reference = reference;
+        // The swinging forearm's reference keeps its (locked) twist.
+        reference.rotations[5] = DQuat::from_axis_angle(DVec3::new(-0.3, 0.0, 1.0).normalize(), 0.2);
+        steps.reference = Some(reference);
+        steps.collect_joints(&problem);
+        let m = 6 + 3 + 3 + 1;
+        steps.residual.resize(m, 0.0);
+        steps.blocked = vec![None; 8];
+        evaluate(&problem, &steps.tree_poles, &pose, &mut steps.frames, &mut steps.residual);
+        steps.linearize(&problem);
+        steps.turns_toward_reference(&problem, &pose);
+        let from_coords: f64 = steps.toward.iter().map(|(_, c)| c.iter().map(|x| x * x).sum::<f64>()).sum();
+        let distance = steps.reference_distance(&problem, &pose);
+        assert!((from_coords - distance).abs() < 0.02 * distance, "coordinates give {from_coords}, the distance is {distance}");
+        // Without the swinging bone and the hinge (whose reference here is off its axis),
+        // exactly.
+        let kept = |j: &Joint| j.bone != Some(5) && j.bone != Some(3);
+        let exact: f64 = steps.joints.iter().zip(&steps.toward).filter(|(j, _)| kept(j)).map(|(_, (_, c))| c.iter().map(|x| x * x).sum::<f64>()).sum();
+        let mut only = steps.clone();
+        only.joints.retain(kept);
+        let d = only.reference_distance(&problem, &pose);
+        assert!((exact - d).abs() < 1e-9 * d, "coordinates give {exact}, the distance is {d}");
+    }
+
+    /// A bone stiff about its local X but free about Z reaches by turning about Z: its local
+    /// rotation's X component shrinks, its Z component grows, against the same bone free (and
+    /// the other way round when it is stiff about Z), with the DLS solver and with FABRIK
+    /// toward a reference (whose steps toward it are these).
+    #[test]
+    fn a_bone_stiff_about_x_reaches_by_turning_about_z() {
+        use crate::solver::{Method, SolveSettings};
+        let solve = |method: Method, stiffness: Option<[f64; 3]>| {
+            let limit = JointLimit { stiffness: stiffness.map_or(0.0, |a| a[0].max(a[1]).max(a[2])), stiffness_axes: stiffness, ..JointLimit::FREE };
+            let bone = |name: &str, parent: Option<usize>, head: DVec3, limit: JointLimit| Bone {
+                name: name.into(),
+                parent,
+                rest_head: head,
+                rest_rotation: DQuat::IDENTITY,
+                length: 1.0,
+                limit,
+            };
+            let rig = Rig::new(vec![
+                bone("upper", None, DVec3::ZERO, limit),
+                bone("lower", Some(0), DVec3::Y, JointLimit::FREE),
+                bone("hand", Some(1), DVec3::Y, JointLimit::FREE),
+            ])
+            .unwrap();
+            // Reached by bending forward (about X) and sideways (about Z).
+            let mut problem = Problem::new(rig, vec![Goal::new(2, DVec3::new(-1.0, 1.6, 1.0))], RootMode::Pinned).unwrap();
+            let rest = Pose { rotations: vec![DQuat::IDENTITY; 3], root_translation: DVec3::ZERO };
+            problem.set_reference(Some(&rest)).unwrap();
+            let mut solver = method.solver(SolveSettings::default()).unwrap();
+            let solution = solver.solve(&problem, &rest).unwrap();
+            assert!(solution.reached, "{method:?} {stiffness:?}: {:?}", solution.residuals);
+            rotation_vector(solution.pose.rotations[0])
+        };
+        for method in [Method::Dls, Method::Fabrik] {
+            let free = solve(method, None);
+            let stiff_x = solve(method, Some([0.9, 0.0, 0.0]));
+            let stiff_z = solve(method, Some([0.0, 0.0, 0.9]));
+            assert!(free.x.abs() > 0.05 && free.z.abs() > 0.05, "{method:?}: free {free}");
+            assert!(stiff_x.x.abs() < 0.5 * free.x.abs() && stiff_x.z.abs() > free.z.abs(), "{method:?}: stiff about X {stiff_x}, free {free}");
+            assert!(stiff_z.z.abs() < 0.5 * free.z.abs() && stiff_z.x.abs() > free.x.abs(), "{method:?}: stiff about Z {stiff_z}, free {free}");
         }
     }
 
