@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Writing solved rotations to pose bones and keys (Blender 4.4+/5.0 slotted actions).
+"""Writing solved rotations to pose bones and keys (Blender 4.4+/5.x slotted actions; 4.2/4.3 legacy ones).
 
 Solved rotations are quaternions (w, x, y, z) relative to rest, i.e. ``rotation_quaternion``.
 Bones in another rotation mode get the same rotation as Euler angles (continuous with the
@@ -77,6 +77,30 @@ def key_current(ob, names, frame, root_bone=None) -> None:
 SLOTTED = hasattr(bpy.types, "ActionSlot")
 
 
+def first_suitable_slot(act, id_type: str):
+    """``anim_utils.action_get_first_suitable_slot`` (Blender 5.0+); 4.4 and 4.5 have slotted
+    actions but not that helper (a slot's type is ``target_id_type`` there, ``id_root`` in 4.4)."""
+    helper = getattr(anim_utils, "action_get_first_suitable_slot", None)
+    if helper is not None:
+        return helper(act, id_type)
+    for slot in act.slots:
+        kind = getattr(slot, "target_id_type", None) or getattr(slot, "id_root", None)
+        if kind in ('UNSPECIFIED', id_type):
+            return slot
+    return None
+
+
+def ensure_channelbag(act, slot):
+    """``anim_utils.action_ensure_channelbag_for_slot`` (Blender 5.0+), done by hand on 4.4/4.5:
+    the first layer and keyframe strip (created if missing), and its channelbag for ``slot``."""
+    helper = getattr(anim_utils, "action_ensure_channelbag_for_slot", None)
+    if helper is not None:
+        return helper(act, slot)
+    layer = act.layers[0] if len(act.layers) else act.layers.new("Layer")
+    strip = layer.strips[0] if len(layer.strips) else layer.strips.new(type='KEYFRAME')
+    return strip.channelbag(slot, ensure=True)
+
+
 def bake_action_name(ob) -> str:
     return f"{ob.name}_Sinew"
 
@@ -148,7 +172,7 @@ def prepare_action(ob, new_action: bool):
         return act, None, prev, note
     slot = ad.action_slot
     if slot is None:
-        slot = anim_utils.action_get_first_suitable_slot(act, 'OBJECT') or act.slots.new(id_type='OBJECT', name=ob.name)
+        slot = first_suitable_slot(act, 'OBJECT') or act.slots.new(id_type='OBJECT', name=ob.name)
         ad.action_slot = slot
     return act, slot, prev, note
 
@@ -216,7 +240,7 @@ def write_bake(ob, frames, names, rotations, root_bone=None, root_locations=None
 def _fcurve_getter(act, slot):
     """fcurve(data_path, index, group) -> the F-curve, created if missing."""
     if SLOTTED:
-        fcurves = anim_utils.action_ensure_channelbag_for_slot(act, slot).fcurves
+        fcurves = ensure_channelbag(act, slot).fcurves
         if hasattr(fcurves, "ensure"):
             return lambda path, index, group: fcurves.ensure(path, index=index, group_name=group)
         return lambda path, index, group: fcurves.find(path, index=index) or fcurves.new(path, index=index)

@@ -14,10 +14,13 @@
 # the crate, and a copy of python/ (maturin only packs Python files below the pyproject's
 # directory; a symlink is not enough). SINEW_VERSION passes the same version into the module.
 #
-# The wheel is built against the host glibc, which is fine for this machine and for tests. For
-# distribution build a manylinux wheel instead:
+# Run alone, the wheel is built against the host glibc (tagged e.g. manylinux_2_35), which only
+# runs on distributions at least as new as this machine. scripts/build_extension.sh (what the tests
+# and the demo use) builds the portable one by default:
 #   SINEW_MATURIN_ARGS="--zig --compatibility manylinux_2_28" scripts/build_wheel.sh
-# (needs `pip install ziglang`; manylinux_2_28 is the glibc floor of Blender's Linux builds).
+# (zig from the `ziglang` package in requirements-dev.txt; manylinux_2_28 is the glibc floor of
+# Blender's Linux builds). maturin finds zig as `python3 -m ziglang`, so the venv's bin/ goes first
+# on PATH for the build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -58,7 +61,7 @@ cp -R "$crate/python" "$tmp/python"
 find "$tmp/python" -name __pycache__ -prune -exec rm -rf {} +
 
 # shellcheck disable=SC2086  # SINEW_MATURIN_ARGS is a list of words
-(cd "$tmp" && SINEW_VERSION=$version "$maturin" build --release --locked \
+(cd "$tmp" && PATH="$root/.venv/bin:$PATH" SINEW_VERSION=$version "$maturin" build --release --locked \
   --interpreter "$root/.venv/bin/python" --out "$tmp/out" ${SINEW_MATURIN_ARGS:-} >&2)
 
 shopt -s nullglob

@@ -160,31 +160,50 @@ def pose_snapshot(ob):
                       tuple(pb.scale)) for pb in ob.pose.bones}
 
 
+# Blender 4.4+ stores keys in slotted, layered actions (5.0 removed Action.fcurves); 4.2 and 4.3
+# have the legacy Action.fcurves. The helpers below read either (scripts/test_blender_versions.sh).
+SLOTTED = hasattr(bpy.types, "ActionSlot")
+
+
 def action_snapshot(action):
-    """Every key of every F-curve of a (slotted) action: {(slot, path, index): co array}."""
+    """Every key of every F-curve of an action: {(slot, path, index): co array} (slot "" for a
+    legacy, pre-slotted action)."""
     out = {}
     if action is None:
+        return out
+
+    def add(slot_id, fcurves):
+        for fc in fcurves:
+            co = np.empty(2 * len(fc.keyframe_points), dtype=np.float32)
+            fc.keyframe_points.foreach_get("co", co)
+            hl = np.empty_like(co)
+            fc.keyframe_points.foreach_get("handle_left", hl)
+            out[(slot_id, fc.data_path, fc.array_index)] = np.concatenate([co, hl])
+
+    if not SLOTTED:
+        add("", action.fcurves)
         return out
     for layer in action.layers:
         for strip in layer.strips:
             for slot in action.slots:
                 cb = strip.channelbag(slot)
-                if cb is None:
-                    continue
-                for fc in cb.fcurves:
-                    co = np.empty(2 * len(fc.keyframe_points), dtype=np.float32)
-                    fc.keyframe_points.foreach_get("co", co)
-                    hl = np.empty_like(co)
-                    fc.keyframe_points.foreach_get("handle_left", hl)
-                    out[(slot.identifier, fc.data_path, fc.array_index)] = np.concatenate([co, hl])
+                if cb is not None:
+                    add(slot.identifier, cb.fcurves)
     return out
 
 
-def channelbag(ob):
+def action_fcurves(action, ob):
+    """What holds ``action``'s F-curves for ``ob`` (``.fcurves.find(path, index=i)``): the channelbag
+    of ``ob``'s slot, or on Blender 4.2/4.3 the action itself."""
+    if not SLOTTED:
+        return action
     from bpy_extras import anim_utils
 
-    ad = ob.animation_data
-    return anim_utils.action_get_channelbag_for_slot(ad.action, ad.action_slot)
+    return anim_utils.action_get_channelbag_for_slot(action, ob.animation_data.action_slot)
+
+
+def channelbag(ob):
+    return action_fcurves(ob.animation_data.action, ob)
 
 
 def fcurve(ob, path, index):

@@ -203,7 +203,7 @@ def test_solve_in_nla_tweak_mode_keys_the_tweaked_action_at_the_mapped_frame(cap
     assert bpy.ops.sinew.solve() == {'FINISHED'}
     assert "goal(s) reached" in capfd.readouterr().out
     assert ob.animation_data.action == act and len(bpy.data.actions) == n_actions
-    cb = act.layers[0].strips[0].channelbag(ob.animation_data.action_slot)
+    cb = R.action_fcurves(act, ob)
     frames, _ = R.key_frames(cb.fcurves.find('pose.bones["b02"].rotation_quaternion', index=0))
     assert list(frames) == [8.0]  # scene frame 12 in the strip's action time
     assert (R.world_tail(ob, "b03") - R.world_location(t)).length < 1e-3

@@ -175,7 +175,7 @@ def test_nan_targets():
     t.driver_remove("location", 0)
     u = R.add_empty("U")
     R.key_locations(u, {1: (0.4, 0.1, 1.2), 5: (0.3, 0.2, 1.1), 9: (0.2, 0.0, 1.3)})
-    kp = u.animation_data.action.layers[0].strips[0].channelbag(u.animation_data.action_slot).fcurves[1].keyframe_points
+    kp = R.fcurve(u, "location", 1).keyframe_points
     kp[1].co.y = float("nan")  # frame 5's Y
     ob.pose.bones["b02"].sinew.target = u
     scene.frame_set(5)
@@ -197,6 +197,8 @@ def test_zero_length_bone_in_a_chain():
     eb = ob.data.edit_bones["b02"]
     eb.tail = eb.head
     bpy.ops.object.mode_set(mode='OBJECT')
+    if "b02" not in ob.data.bones:
+        pytest.skip(f"Blender {bpy.app.version_string} deletes a zero-length bone on leaving edit mode")
     assert ob.data.bones["b02"].length < 1e-5
     t = R.add_empty("T", (0.4, 0.2, 1.2))
     R.set_goal(ob, "b03", t)
