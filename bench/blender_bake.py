@@ -50,6 +50,8 @@ import numpy as np  # noqa: E402
 from bpy_extras import anim_utils  # noqa: E402
 from mathutils import Vector  # noqa: E402
 
+import bundled_addon  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 MODULE = "bl_ext.user_default.sinew"
@@ -78,26 +80,7 @@ def install_addon():
         subprocess.run([str(ROOT / "scripts" / "build_extension.sh")], check=True, stdout=subprocess.DEVNULL)
         zips = sorted((ROOT / "dist").glob("sinew-*.zip"), key=lambda p: p.stat().st_mtime)
     zip_path = zips[-1]
-    bpy.ops.extensions.package_install_files(filepath=str(zip_path), repo="user_default", enable_on_install=True)
-    # The operator says FINISHED even when the install failed: check.
-    if addon_utils.check(MODULE) != (True, True):
-        sys.exit(f"bench: {zip_path.name} did not install")
-    # The add-on must run the engine wheel it bundles, not a `sinew` installed in the venv (which
-    # would come first on sys.path): as tests/blender/sinew_addon_env.py does.
-    ures = os.environ["BLENDER_USER_RESOURCES"]
-    wheels = [w for w in os.listdir(os.path.join(ures, "extensions", "user_default", "sinew", "wheels"))
-              if w.startswith("sinew-")]
-    site = os.path.join(ures, "extensions", ".local", "lib",
-                        f"python{sys.version_info[0]}.{sys.version_info[1]}", "site-packages")
-    if "sinew" in sys.modules:
-        sys.exit("bench: a sinew module was imported before the bundled one could be")
-    if site in sys.path:
-        sys.path.remove(site)
-    sys.path.insert(0, site)
-    import sinew
-
-    if not sinew.__file__.startswith(ures) or len(wheels) != 1 or sinew.__version__ != wheels[0].split("-")[1]:
-        sys.exit(f"bench: sinew {sinew.__version__} from {sinew.__file__} is not the bundled wheel {wheels}")
+    bundled_addon.install(zip_path, "bench")
     addon_utils.enable("rigify", default_set=True)
     return zip_path
 

@@ -176,6 +176,8 @@ import numpy as np  # noqa: E402
 from bpy_extras import anim_utils  # noqa: E402
 from mathutils import Matrix, Vector  # noqa: E402
 
+import bundled_addon  # noqa: E402
+
 M = np.array(M)
 
 
@@ -712,24 +714,7 @@ def install_addon(zip_arg):
         out = subprocess.run([str(ROOT / "scripts" / "build_extension.sh")], check=True, cwd=ROOT,
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout
         zip_path = Path(out.strip().splitlines()[-1])
-    bpy.ops.extensions.package_install_files(filepath=str(zip_path), repo="user_default", enable_on_install=True)
-    if addon_utils.check(MODULE) != (True, True):
-        sys.exit(f"real_motion: {zip_path.name} did not install")
-    ures = os.environ["BLENDER_USER_RESOURCES"]
-    wheels = [w for w in os.listdir(os.path.join(ures, "extensions", "user_default", "sinew", "wheels"))
-              if w.startswith("sinew-")]
-    site = os.path.join(ures, "extensions", ".local", "lib",
-                        f"python{sys.version_info[0]}.{sys.version_info[1]}", "site-packages")
-    if "sinew" in sys.modules:
-        sys.exit("real_motion: a sinew module was imported before the bundled one could be")
-    if site in sys.path:
-        sys.path.remove(site)
-    sys.path.insert(0, site)
-    import sinew
-
-    if not sinew.__file__.startswith(ures) or len(wheels) != 1 or sinew.__version__ != wheels[0].split("-")[1]:
-        sys.exit(f"real_motion: sinew {sinew.__version__} from {sinew.__file__} is not the bundled wheel {wheels}")
-    return zip_path, sinew.__version__
+    return zip_path, bundled_addon.install(zip_path, "real_motion")
 
 
 def skin(ob):
