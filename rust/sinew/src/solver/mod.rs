@@ -8,6 +8,7 @@
 //! joint-space DLS steps both use), `reference` (the reference pose and the pole turn) and
 //! `prepare` (where the paper methods without a least-squares finish start).
 
+mod ccd;
 mod dls;
 mod fabrik;
 mod fabrik_classic;
@@ -15,6 +16,7 @@ mod jacobian;
 mod prepare;
 mod reference;
 
+pub use ccd::Ccd;
 pub use dls::Dls;
 pub use fabrik::Fabrik;
 pub use fabrik_classic::FabrikClassic;
@@ -215,12 +217,14 @@ pub enum Method {
     Dls,
     /// FABRIK as the tech report writes it (Alg. 1, §3.7.1–3.7.2), without the hybrid's finish.
     FabrikClassic,
+    /// Cyclic Coordinate Descent (tech report §3.6.1).
+    Ccd,
 }
 
 impl Method {
     /// Every method, for listings; a method's index here is its number in the C ABI
     /// (`sinew_method`).
-    pub const ALL: [Method; 3] = [Method::Fabrik, Method::Dls, Method::FabrikClassic];
+    pub const ALL: [Method; 4] = [Method::Fabrik, Method::Dls, Method::FabrikClassic, Method::Ccd];
 
     /// The method called `name` (`"fabrik"`, `"dls"`, `"fabrik_classic"`, `"ccd"`,
     /// `"triangulation"`; any case).
@@ -241,6 +245,7 @@ impl Method {
             Self::Fabrik => "fabrik",
             Self::Dls => "dls",
             Self::FabrikClassic => "fabrik_classic",
+            Self::Ccd => "ccd",
         }
     }
 
@@ -254,6 +259,7 @@ impl Method {
             Self::Fabrik => Box::new(Fabrik::new(settings)),
             Self::Dls => Box::new(Dls::new(settings)),
             Self::FabrikClassic => Box::new(FabrikClassic::new(settings)),
+            Self::Ccd => Box::new(Ccd::new(settings)),
         })
     }
 }
