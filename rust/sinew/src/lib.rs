@@ -51,7 +51,7 @@ pub use limits::{ConeLimit, HingeLimit, JointLimit, Swing, TwistLimit};
 pub use pose::{Frames, Pose};
 pub use problem::{Problem, RootMode, Topology};
 pub use rig::{Bone, BoneRef, CONNECTED_TOLERANCE, Rig};
-pub use solver::{Ccd, Dls, Fabrik, FabrikClassic, FrameTargets, Method, SolveSettings, Solution, Solver, StopReason, solve_sequence};
+pub use solver::{Ccd, Dls, Fabrik, FabrikClassic, FrameTargets, Method, SolveSettings, Solution, Solver, StopReason, Triangulation, solve_sequence};
 
 /// The crate version (`CARGO_PKG_VERSION`).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

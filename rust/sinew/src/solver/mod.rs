@@ -15,11 +15,13 @@ mod fabrik_classic;
 mod jacobian;
 mod prepare;
 mod reference;
+mod triangulation;
 
 pub use ccd::Ccd;
 pub use dls::Dls;
 pub use fabrik::Fabrik;
 pub use fabrik_classic::FabrikClassic;
+pub use triangulation::Triangulation;
 
 use glam::{DQuat, DVec3};
 
@@ -219,12 +221,14 @@ pub enum Method {
     FabrikClassic,
     /// Cyclic Coordinate Descent (tech report §3.6.1).
     Ccd,
+    /// Triangulation (Müller-Cajar & Mukundan): one chain, one position goal, one pass.
+    Triangulation,
 }
 
 impl Method {
     /// Every method, for listings; a method's index here is its number in the C ABI
     /// (`sinew_method`).
-    pub const ALL: [Method; 4] = [Method::Fabrik, Method::Dls, Method::FabrikClassic, Method::Ccd];
+    pub const ALL: [Method; 5] = [Method::Fabrik, Method::Dls, Method::FabrikClassic, Method::Ccd, Method::Triangulation];
 
     /// The method called `name` (`"fabrik"`, `"dls"`, `"fabrik_classic"`, `"ccd"`,
     /// `"triangulation"`; any case).
@@ -246,6 +250,7 @@ impl Method {
             Self::Dls => "dls",
             Self::FabrikClassic => "fabrik_classic",
             Self::Ccd => "ccd",
+            Self::Triangulation => "triangulation",
         }
     }
 
@@ -260,6 +265,7 @@ impl Method {
             Self::Dls => Box::new(Dls::new(settings)),
             Self::FabrikClassic => Box::new(FabrikClassic::new(settings)),
             Self::Ccd => Box::new(Ccd::new(settings)),
+            Self::Triangulation => Box::new(Triangulation::new(settings)),
         })
     }
 }
