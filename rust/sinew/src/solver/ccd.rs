@@ -1,42 +1,4 @@
-//! Cyclic Coordinate Descent (TR-632 §3.6.1; Wang & Chen 1991; the triangulation paper's §2.2
-//! gives its equations), `"ccd"`.
-//!
-//! **Contract.**
-//! - **One iteration** is one sweep from the effectors to the root: every bone some goal moves,
-//!   in reverse rig order (children before parents, so along each chain from the effector
-//!   inward), turns once about its head to bring the effectors of the goals that move it toward
-//!   their targets.
-//!   - One position goal through the bone: the turn by the angle θ between `e − p` and `t − p`
-//!     about their cross product (eqs. 1–2 of the triangulation paper's §2.2), which puts the
-//!     effector `e` on the line from the joint `p` to the target `t`.
-//!   - Several goals through it (a tree: "each bone turned for the effectors below it"), or
-//!     orientation goals: the turn that minimises the weighted sum of the squared distances of
-//!     those effectors to their targets plus, for each orientation goal, its squared angle error
-//!     times its chain's reach squared (a radian counts as far as the chain reaches, as in
-//!     [`Problem::goal_met`]): the weighted least-squares rotation of [`fit_rotation`]. TR-632
-//!     §3.6.1 cites per-chain CCD for trees; the weighted joint turn is that, with the chains
-//!     that share a bone averaged by their weights.
-//!   - A hinge turns about its axis only, by the angle that minimises the same sum (closed form).
-//!   - The free root, when some goal moves it, translates last, by the weighted mean of the
-//!     position goals' remaining gaps (the optimal step of that coordinate).
-//! - **Limits at every step**: each turn's local rotation goes through
-//!   [`crate::JointLimit::clamp`] before the next bone moves; a locked bone stays; a stiff bone
-//!   moves `1 − stiffness` of the way (the largest of per-axis stiffnesses, as FABRIK's own steps).
-//!   So no returned pose violates a limit.
-//! - **Termination**: every goal within `tolerance` ([`StopReason::Converged`], checked before the
-//!   first sweep too); no effector short of its goal moved more than `stall_tolerance` in a sweep
-//!   ([`StopReason::Stalled`]: out of reach or blocked by limits); or `max_iterations`.
-//! - **Poles and the reference pose**: see [`super::prepare`] (a lone chain's pole is Blender's turn
-//!   before solving; a pole on a shared chain is refused with [`crate::Error::Unsupported`]; with a
-//!   reference the solve starts from it unless the start is near the answer).
-//!
-//! **What it guarantees.** Every step lowers (never raises) the weighted error of the goals
-//! through the bone it turns. An unconstrained chain reaches a reachable target in the limit (a
-//! straight chain pointing past a target on its own line is a stationary point it cannot leave);
-//! the triangulation paper measured 92% of reachable targets within 20 sweeps on a 5-bone arm. A
-//! bone turns only for goals whose chains include it, so a goal with a short chain whose effector
-//! rides on another goal's chain is corrected by its own bones at the next sweep, not by the
-//! shared ones.
+//! Cyclic Coordinate Descent (TR-632 §3.6.1), `"ccd"`: see [`Ccd`] for its contract.
 
 use glam::{DQuat, DVec3};
 
@@ -48,7 +10,49 @@ use crate::limits::Swing;
 use crate::pose::{Frames, Pose};
 use crate::problem::{Problem, RootMode};
 
-/// Cyclic Coordinate Descent (see the module docs). Keeps scratch space between solves.
+/// Cyclic Coordinate Descent (TR-632 §3.6.1; Wang & Chen 1991; the triangulation paper's §2.2
+/// gives its equations), `"ccd"`.
+///
+/// **Contract.**
+/// - **One iteration** is one sweep from the effectors to the root: every bone some goal moves,
+///   in reverse rig order (children before parents, so along each chain from the effector
+///   inward), turns once about its head to bring the effectors of the goals that move it toward
+///   their targets.
+///   - One position goal through the bone: the turn by the angle θ between `e − p` and `t − p`
+///     about their cross product (eqs. 1–2 of the triangulation paper's §2.2), which puts the
+///     effector `e` on the line from the joint `p` to the target `t`.
+///   - Several goals through it (a tree: "each bone turned for the effectors below it"), or
+///     orientation goals: the turn that minimises the weighted sum of the squared distances of
+///     those effectors to their targets plus, for each orientation goal, its squared angle error
+///     times its chain's reach squared (a radian counts as far as the chain reaches, as in
+///     [`Problem::goal_met`]): the weighted least-squares rotation of [`fit_rotation`]. TR-632
+///     §3.6.1 cites per-chain CCD for trees; the weighted joint turn is that, with the chains
+///     that share a bone averaged by their weights.
+///   - A hinge turns about its axis only, by the angle that minimises the same sum (closed form).
+///   - The free root, when some goal moves it, translates last, by the weighted mean of the
+///     position goals' remaining gaps (the optimal step of that coordinate).
+/// - **Limits at every step**: each turn's local rotation goes through
+///   [`crate::JointLimit::clamp`] before the next bone moves; a locked bone stays; a stiff bone
+///   moves `1 − stiffness` of the way (the largest of per-axis stiffnesses, as FABRIK's own steps).
+///   So no returned pose violates a limit.
+/// - **Termination**: every goal within `tolerance` ([`StopReason::Converged`], checked before the
+///   first sweep too); no effector short of its goal moved more than `stall_tolerance` in a sweep
+///   ([`StopReason::Stalled`]: out of reach or blocked by limits); or `max_iterations`.
+/// - **Poles and the reference pose** (`solver/prepare.rs`): a lone chain's pole is Blender's turn
+///   before solving ([`crate::Pole`]); a pole on a chain another goal also moves is refused with
+///   [`crate::Error::Unsupported`]. With a reference pose the solve starts from it (clamped into
+///   the limits, poles applied), as Blender's IK starts from the pose before IK, unless the start
+///   meets the goals or is near them (tracking); no step pulls toward it afterwards.
+///
+/// **What it guarantees.** Every step lowers (never raises) the weighted error of the goals
+/// through the bone it turns. An unconstrained chain reaches a reachable target in the limit (a
+/// straight chain pointing past a target on its own line is a stationary point it cannot leave);
+/// the triangulation paper measured 92% of reachable targets within 20 sweeps on a 5-bone arm. A
+/// bone turns only for goals whose chains include it, so a goal with a short chain whose effector
+/// rides on another goal's chain is corrected by its own bones at the next sweep, not by the
+/// shared ones.
+///
+/// Keeps scratch space between solves.
 #[derive(Debug, Clone, Default)]
 pub struct Ccd {
     settings: SolveSettings,
@@ -152,7 +156,7 @@ impl Ccd {
         }
     }
 
-    /// One sweep: every active bone from the last to the first turns once (see the module docs),
+    /// One sweep: every active bone from the last to the first turns once (see the type's docs),
     /// then the free root translates. `self.frames` holds the forward kinematics of `pose` at the
     /// start of the sweep; a bone's own frame is still valid when it turns (only its ancestors
     /// move it, and they turn after it), and `self.effectors` follows every turn.

@@ -1,48 +1,5 @@
-//! Triangulation IK (Müller-Cajar & Mukundan, "Triangulation: a new algorithm for Inverse
-//! Kinematics", 2007; TR-632 §3.6.2), `"triangulation"`: the law of cosines from the root out, one
-//! pass.
-//!
-//! **Contract.**
-//! - **One effector on one chain** (§3.2, §7): exactly one goal, a position (no orientation).
-//!   Anything else is refused with [`Error::Unsupported`]: several goals (the method "can only be
-//!   applied to problems with a single end effector", TR §3.6.2), an orientation goal, a hinge on a
-//!   bone that moves (the method "cannot accept constrictions on the axis of rotation", §7), a
-//!   stiff bone that moves (one pass: a partial turn would only fall short).
-//! - **Alg. 1**, from the chain's top bone to the effector, once (one iteration). At joint `i`
-//!   (the bone's head) with `a` the length of its link (head to the next joint, or to the effector
-//!   point), `b` the length of the rest of the chain straightened, `c` the distance to the target
-//!   and `â`, `ĉ` their directions:
-//!   - `c ≥ a + b` (too far, §3.1.3): the bone points at the target, `â = ĉ`;
-//!   - `c < |a − b|` (too close, §3.1.3): `â = −ĉ` (δ fixed at 180°), so the next joint tries again
-//!     from farther away; when `a > b` the target is inside the hole no pose reaches (the paper:
-//!     "there is no solution") and the bone points at it, the closest the effector can get;
-//!   - otherwise the bone turns by `θ = acos(â·ĉ) − acos((a² + c² − b²) / 2ac)` about `â × ĉ`
-//!     (eqs. 5–7), forming the triangle; every bone after it then points at the target (§3.1.2).
-//!   - `â` parallel to `ĉ` (§3.1.1): the axis is the previous joint's (when it is across `â`),
-//!     else the bone's own X axis (a knee's or elbow's in Blender's convention), else any axis
-//!     across `â`.
-//! - **Constrained joints** (§3.1.3, constrained variant): a joint's turn is reduced into its
-//!   limit before the next joint is placed ([`crate::JointLimit::clamp`], cones and twist ranges;
-//!   a locked bone stays). When some joint after `i` is limited and the target is too close for the
-//!   straightened rest, `b` becomes the length of the rest *fully collapsed*; if it is still too
-//!   close, δ stays 180° (no solution); if then too far, the bone points at the target (the paper's
-//!   rule, read literally). The collapsed length is the paper's planar model: each later joint
-//!   bent, all to one side in one plane, by the most its limit allows (a cone's widest half-angle
-//!   plus the bend its rest pose already has; π for a free joint; a locked joint as it is).
-//! - **Result**: [`StopReason::Converged`] when the target is met; [`StopReason::OutOfReach`]
-//!   when it is farther from the chain's top than the chain is long (the chain then points at
-//!   it); [`StopReason::Stalled`] otherwise (limits kept it short, as the paper warns: "each joint
-//!   position is calculated independently without considering the restrictions of the next
-//!   joint").
-//! - **Poles and the reference pose**: see [`super::prepare`]. The turn axes come from the pose the
-//!   pass starts from, so a lone chain's pole (Blender's turn before solving) sets the plane the
-//!   chain bends in; with a reference the pass starts from it unless the start is near the
-//!   answer. The root stays where the start puts it even when free (the paper's chain has a fixed
-//!   base).
-//!
-//! **What it guarantees.** An unconstrained chain reaches any target within its reach in the one
-//! pass (every link is a free joint, children may hang off their parents' tails); with limits,
-//! nothing beyond "no limit violated".
+//! Triangulation IK (Müller-Cajar & Mukundan), `"triangulation"`: see [`Triangulation`] for its
+//! contract.
 
 use glam::{DQuat, DVec2, DVec3};
 
@@ -54,7 +11,53 @@ use crate::limits::Swing;
 use crate::pose::{Frames, Pose};
 use crate::problem::Problem;
 
-/// Triangulation IK (see the module docs). Keeps scratch space between solves.
+/// Triangulation IK (Müller-Cajar & Mukundan, "Triangulation: a new algorithm for Inverse
+/// Kinematics", 2007; TR-632 §3.6.2), `"triangulation"`: the law of cosines from the root out, one
+/// pass.
+///
+/// **Contract.**
+/// - **One effector on one chain** (§3.2, §7): exactly one goal, a position (no orientation).
+///   Anything else is refused with [`Error::Unsupported`]: several goals (the method "can only be
+///   applied to problems with a single end effector", TR §3.6.2), an orientation goal, a hinge on a
+///   bone that moves (the method "cannot accept constrictions on the axis of rotation", §7), a
+///   stiff bone that moves (one pass: a partial turn would only fall short).
+/// - **Alg. 1**, from the chain's top bone to the effector, once (one iteration). At joint `i`
+///   (the bone's head) with `a` the length of its link (head to the next joint, or to the effector
+///   point), `b` the length of the rest of the chain straightened, `c` the distance to the target
+///   and `â`, `ĉ` their directions:
+///   - `c ≥ a + b` (too far, §3.1.3): the bone points at the target, `â = ĉ`;
+///   - `c < |a − b|` (too close, §3.1.3): `â = −ĉ` (δ fixed at 180°), so the next joint tries again
+///     from farther away; when `a > b` the target is inside the hole no pose reaches (the paper:
+///     "there is no solution") and the bone points at it, the closest the effector can get;
+///   - otherwise the bone turns by `θ = acos(â·ĉ) − acos((a² + c² − b²) / 2ac)` about `â × ĉ`
+///     (eqs. 5–7), forming the triangle; every bone after it then points at the target (§3.1.2).
+///   - `â` parallel to `ĉ` (§3.1.1): the axis is the previous joint's (when it is across `â`),
+///     else the bone's own X axis (a knee's or elbow's in Blender's convention), else any axis
+///     across `â`.
+/// - **Constrained joints** (§3.1.3, constrained variant): a joint's turn is reduced into its
+///   limit before the next joint is placed ([`crate::JointLimit::clamp`], cones and twist ranges;
+///   a locked bone stays). When some joint after `i` is limited and the target is too close for the
+///   straightened rest, `b` becomes the length of the rest *fully collapsed*; if it is still too
+///   close, δ stays 180° (no solution); if then too far, the bone points at the target (the paper's
+///   rule, read literally). The collapsed length is the paper's planar model: each later joint
+///   bent, all to one side in one plane, by the most its limit allows (a cone's widest half-angle
+///   plus the bend its rest pose already has; π for a free joint; a locked joint as it is).
+/// - **Result**: [`StopReason::Converged`] when the target is met; [`StopReason::OutOfReach`]
+///   when it is farther from the chain's top than the chain is long (the chain then points at
+///   it); [`StopReason::Stalled`] otherwise (limits kept it short, as the paper warns: "each joint
+///   position is calculated independently without considering the restrictions of the next
+///   joint").
+/// - **Poles and the reference pose** (`solver/prepare.rs`). The turn axes come from the pose the
+///   pass starts from, so a lone chain's pole (Blender's turn before solving) sets the plane the
+///   chain bends in; with a reference pose the pass starts from it (as Blender's IK starts from
+///   the pose before IK) unless the start meets the goal or is near it. The root stays where the start puts it even when free (the paper's chain has a fixed
+///   base).
+///
+/// **What it guarantees.** An unconstrained chain reaches any target within its reach in the one
+/// pass (every link is a free joint, children may hang off their parents' tails); with limits,
+/// nothing beyond "no limit violated".
+///
+/// Keeps scratch space between solves.
 #[derive(Debug, Clone, Default)]
 pub struct Triangulation {
     settings: SolveSettings,
@@ -87,7 +90,7 @@ impl Solver for Triangulation {
     }
 
     /// # Errors
-    /// As [`Solver::solve`], and [`Error::Unsupported`] for what the module docs list.
+    /// As [`Solver::solve`], and [`Error::Unsupported`] for what the type's docs list.
     fn solve(&mut self, problem: &Problem, start: &Pose) -> Result<Solution> {
         let settings = begin_solve(&self.settings, problem, start, &mut self.start_locals)?;
         self.check_supported(problem)?;
@@ -107,7 +110,7 @@ impl Solver for Triangulation {
 }
 
 impl Triangulation {
-    /// [`Error::Unsupported`] for what the method cannot honour (module docs).
+    /// [`Error::Unsupported`] for what the method cannot honour (the type's docs).
     fn check_supported(&self, problem: &Problem) -> Result<()> {
         let refuse = |what: String| Err(Error::Unsupported { method: self.name().to_owned(), what });
         let goals = problem.goals();
@@ -252,7 +255,7 @@ impl Triangulation {
     }
 
     /// The length of the chain from joint `from` (of `self.joints`) to the effector fully
-    /// collapsed, in the paper's planar model (module docs): the links laid in one plane, each
+    /// collapsed, in the paper's planar model (the type's docs): the links laid in one plane, each
     /// joint after the first turned to the same side by the largest bend its limit allows.
     fn collapsed_length(&self, problem: &Problem, from: usize) -> f64 {
         let rig = problem.rig();
