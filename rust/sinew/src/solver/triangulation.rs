@@ -65,6 +65,8 @@ pub struct Triangulation {
     start_locals: Vec<DQuat>,
     /// The joints of the pass, top first: (bone, its link in its own frame).
     joints: Vec<(usize, DVec3)>,
+    /// Per joint: its link's length.
+    lengths: Vec<f64>,
     /// Per joint: its head and world rotation, moved along as the joints above it turn.
     heads: Vec<DVec3>,
     rotations: Vec<DQuat>,
@@ -164,15 +166,16 @@ impl Triangulation {
         self.rotations.clear();
         self.rotations.extend(self.joints.iter().map(|&(b, _)| self.frames.rotations[b]));
         let target = g.target;
-        let lengths: Vec<f64> = self.joints.iter().map(|(_, l)| l.length()).collect();
-        let total: f64 = lengths.iter().sum();
+        self.lengths.clear();
+        self.lengths.extend(self.joints.iter().map(|(_, l)| l.length()));
+        let total: f64 = self.lengths.iter().sum();
         let out_of_reach = self.heads.first().is_some_and(|&h| (target - h).length() > total);
         let mut formed = false;
         let mut previous_axis: Option<DVec3> = None;
         for k in 0..self.joints.len() {
             let (b, link) = self.joints[k];
             let bone = rig.bone(b);
-            let a = lengths[k];
+            let a = self.lengths[k];
             if bone.limit.locked || a <= EPS_LEN {
                 continue;
             }
@@ -185,7 +188,7 @@ impl Triangulation {
                 continue;
             }
             let c_dir = to_target / c;
-            let b_straight: f64 = lengths[k + 1..].iter().sum();
+            let b_straight: f64 = self.lengths[k + 1..].iter().sum();
             let limited_below = self.joints[k + 1..].iter().any(|&(j, _)| rig.bone(j).limit.locked || matches!(rig.bone(j).limit.swing, Swing::Cone(_)));
             let mut triangle = None;
             let turn = if formed || c >= a + b_straight {
