@@ -57,9 +57,11 @@
  * Minor version of the C ABI. It grows when functions, status codes or enum values are added.
  * 2 added reference poses (`sinew_problem_set_reference`, `sinew_problem_reference`,
  * `sinew_solver_solve_sequence_with_references`) and `sinew_solver_orientation_residuals`; 3
- * added per-axis stiffness (`sinew_rig_set_stiffness_axes`).
+ * added per-axis stiffness (`sinew_rig_set_stiffness_axes`); 4 added the methods
+ * `SINEW_METHOD_FABRIK_CLASSIC`, `SINEW_METHOD_CCD` and `SINEW_METHOD_TRIANGULATION` (2–4) and
+ * `SINEW_STATUS_UNSUPPORTED`.
  */
-#define SINEW_ABI_VERSION_MINOR 3
+#define SINEW_ABI_VERSION_MINOR 4
 
 /**
  * What every `sinew_*` function that can fail returns.
@@ -153,6 +155,12 @@ enum sinew_status
    * passed to the failing call are still safe to free.
    */
   SINEW_STATUS_PANIC = 17,
+  /**
+   * The solver's method cannot honour something the problem asks for (e.g. triangulation
+   * given several goals or an orientation goal); the message names it. Another method
+   * (`SINEW_METHOD_FABRIK` takes every problem) solves it.
+   */
+  SINEW_STATUS_UNSUPPORTED = 18,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -179,6 +187,20 @@ enum sinew_method
    * Damped least squares (the Jacobian family), from the start pose alone.
    */
   SINEW_METHOD_DLS = 1,
+  /**
+   * FABRIK as the tech report writes it (Alg. 1, sub-bases, limits at every step), without
+   * the least-squares finish: for comparison.
+   */
+  SINEW_METHOD_FABRIK_CLASSIC = 2,
+  /**
+   * Cyclic Coordinate Descent.
+   */
+  SINEW_METHOD_CCD = 3,
+  /**
+   * Triangulation (law of cosines, one pass): one position goal on one chain; anything else
+   * is `SINEW_STATUS_UNSUPPORTED` when solving.
+   */
+  SINEW_METHOD_TRIANGULATION = 4,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L

@@ -20,6 +20,14 @@ pub enum sinew_method {
     Fabrik = 0,
     /// Damped least squares (the Jacobian family), from the start pose alone.
     Dls = 1,
+    /// FABRIK as the tech report writes it (Alg. 1, sub-bases, limits at every step), without
+    /// the least-squares finish: for comparison.
+    FabrikClassic = 2,
+    /// Cyclic Coordinate Descent.
+    Ccd = 3,
+    /// Triangulation (law of cosines, one pass): one position goal on one chain; anything else
+    /// is `SINEW_STATUS_UNSUPPORTED` when solving.
+    Triangulation = 4,
 }
 
 /// Whether bone 0 (the rig's root) may translate, for `sinew_problem_new`.
@@ -82,6 +90,9 @@ impl sinew_settings {
         let method = match method {
             Method::Fabrik => sinew_method::Fabrik,
             Method::Dls => sinew_method::Dls,
+            Method::FabrikClassic => sinew_method::FabrikClassic,
+            Method::Ccd => sinew_method::Ccd,
+            Method::Triangulation => sinew_method::Triangulation,
         };
         Self {
             method: method as u32,
@@ -95,10 +106,14 @@ impl sinew_settings {
         let method = match self.method {
             0 => Method::Fabrik,
             1 => Method::Dls,
+            2 => Method::FabrikClassic,
+            3 => Method::Ccd,
+            4 => Method::Triangulation,
             m => {
+                let known: Vec<String> = Method::ALL.iter().enumerate().map(|(i, m)| format!("{i} = {}", m.name())).collect();
                 return Err(FfiError::new(
                     sinew_status::InvalidSetting,
-                    format!("method {m} is not a sinew_method (0 = fabrik, 1 = dls)"),
+                    format!("method {m} is not a sinew_method ({})", known.join(", ")),
                 ));
             }
         };
@@ -193,6 +208,9 @@ pub extern "C" fn sinew_method_name(method: u32) -> *const c_char {
     match method {
         0 => c"fabrik".as_ptr(),
         1 => c"dls".as_ptr(),
+        2 => c"fabrik_classic".as_ptr(),
+        3 => c"ccd".as_ptr(),
+        4 => c"triangulation".as_ptr(),
         _ => std::ptr::null(),
     }
 }

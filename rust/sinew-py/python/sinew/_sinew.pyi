@@ -40,6 +40,7 @@ __all__ = [
     "Solution",
     "Solver",
     "UnknownBoneError",
+    "UnsupportedError",
     "__version__",
     "analyze",
     "core_version",
@@ -83,6 +84,9 @@ class FormatError(SinewError):
 
 class InternalError(SinewError):
     """A bug in Sinew (a Rust panic, caught at the module boundary); please report it."""
+
+class UnsupportedError(SinewError):
+    """The solver's method cannot honour something the problem asks for (a kind of goal, a limit type, a rig shape); the message names it. Another method ("fabrik" takes every problem) solves it."""
 
 class _LimitDict(TypedDict):
     swing: Literal["free", "cone", "hinge"]
@@ -372,8 +376,10 @@ class Solver:
         stall_tolerance: float = 1e-7,
     ) -> Solver:
         """Args:
-            method: ``"fabrik"`` (FABRIK with a damped-least-squares finish) or ``"dls"`` (damped
-                least squares alone).
+            method: ``"fabrik"`` (FABRIK with a damped-least-squares finish), ``"dls"`` (damped
+                least squares alone), ``"fabrik_classic"`` (the tech report's FABRIK as written),
+                ``"ccd"`` (cyclic coordinate descent) or ``"triangulation"`` (law of cosines, one
+                pass; one position goal on one chain, else UnsupportedError when solving).
             max_iterations: iteration cap (>= 1, at most 2**32 - 1).
             tolerance: a goal is reached within this distance (rig units, > 0).
             stall_tolerance: stop when no effector moves more than this per iteration (>= 0).
@@ -414,8 +420,9 @@ class Solver:
             reference_root_translation: (3,) the reference's bone 0 translation (used with
                 ``root="free"``); zero if None.
 
-        Raises GoalError, ShapeError, NonFiniteError, SettingsError or UnknownBoneError. Not
-        reaching a target is no error: see ``Solution.reached``.
+        Raises GoalError, ShapeError, NonFiniteError, SettingsError or UnknownBoneError, and
+        UnsupportedError when the method cannot honour the problem (e.g. ``"triangulation"``
+        given several goals). Not reaching a target is no error: see ``Solution.reached``.
         """
 
     def solve_sequence(

@@ -1,19 +1,28 @@
 //! The solver interface every method implements, its settings and its result.
 //!
 //! FABRIK ([`Fabrik`], with a damped-least-squares finish) is the main method, and damped least
-//! squares ([`Dls`]) the first of the Jacobian family; CCD, triangulation, the rest of the
-//! Jacobian family and Jack-style nonlinear programming come behind the same [`Solver`] trait, on
-//! the same [`Problem`] and [`Solution`]. Shared machinery: `jacobian` (the joint-space DLS
-//! steps both use).
+//! squares ([`Dls`]) the first of the Jacobian family; the report's FABRIK as written
+//! ([`FabrikClassic`]), CCD ([`Ccd`]) and triangulation ([`Triangulation`]) are there to compare
+//! with; the rest of the Jacobian family and Jack-style nonlinear programming come behind the same
+//! [`Solver`] trait, on the same [`Problem`] and [`Solution`]. Shared machinery: `jacobian` (the
+//! joint-space DLS steps both use), `reference` (the reference pose and the pole turn) and
+//! `prepare` (where the paper methods without a least-squares finish start).
 
+mod ccd;
 mod dls;
 mod fabrik;
+mod fabrik_classic;
 mod gram;
 mod jacobian;
+mod prepare;
 mod reference;
+mod triangulation;
 
+pub use ccd::Ccd;
 pub use dls::Dls;
 pub use fabrik::Fabrik;
+pub use fabrik_classic::FabrikClassic;
+pub use triangulation::Triangulation;
 
 use glam::{DQuat, DVec3};
 
@@ -209,13 +218,21 @@ pub enum Method {
     Fabrik,
     /// Damped least squares (the Jacobian family: Nilsson's thesis §2.4.3).
     Dls,
+    /// FABRIK as the tech report writes it (Alg. 1, §3.7.1–3.7.2), without the hybrid's finish.
+    FabrikClassic,
+    /// Cyclic Coordinate Descent (tech report §3.6.1).
+    Ccd,
+    /// Triangulation (Müller-Cajar & Mukundan): one chain, one position goal, one pass.
+    Triangulation,
 }
 
 impl Method {
-    /// Every method, for listings.
-    pub const ALL: [Method; 2] = [Method::Fabrik, Method::Dls];
+    /// Every method, for listings; a method's index here is its number in the C ABI
+    /// (`sinew_method`).
+    pub const ALL: [Method; 5] = [Method::Fabrik, Method::Dls, Method::FabrikClassic, Method::Ccd, Method::Triangulation];
 
-    /// The method called `name` (`"fabrik"`, `"dls"`).
+    /// The method called `name` (`"fabrik"`, `"dls"`, `"fabrik_classic"`, `"ccd"`,
+    /// `"triangulation"`; any case).
     ///
     /// # Errors
     /// [`Error::UnknownMethod`] for an unknown name.
@@ -232,6 +249,9 @@ impl Method {
         match self {
             Self::Fabrik => "fabrik",
             Self::Dls => "dls",
+            Self::FabrikClassic => "fabrik_classic",
+            Self::Ccd => "ccd",
+            Self::Triangulation => "triangulation",
         }
     }
 
@@ -244,6 +264,9 @@ impl Method {
         Ok(match self {
             Self::Fabrik => Box::new(Fabrik::new(settings)),
             Self::Dls => Box::new(Dls::new(settings)),
+            Self::FabrikClassic => Box::new(FabrikClassic::new(settings)),
+            Self::Ccd => Box::new(Ccd::new(settings)),
+            Self::Triangulation => Box::new(Triangulation::new(settings)),
         })
     }
 }
