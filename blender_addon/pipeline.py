@@ -895,6 +895,8 @@ def _limit_json(d):
     if swing == "cone":
         x_pos, x_neg, z_pos, z_neg = d["cone"]
         swing = {"cone": {"x_pos": x_pos, "x_neg": x_neg, "z_pos": z_pos, "z_neg": z_neg}}
+        if d.get("cone_shape") == "blender":  # Blender's IK limits (the default shape is not written)
+            swing["cone"]["shape"] = "blender"
     elif swing == "hinge":
         axis, lo, hi = d["hinge"]
         swing = {"hinge": {"axis": [float(v) for v in axis], "min": lo, "max": hi}}
