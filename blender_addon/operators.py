@@ -5,6 +5,7 @@ No operator lets an exception out as a traceback: a ReadError is the user's repo
 else is reported as a Sinew failure (the work behind them changes nothing before it can succeed)."""
 
 import json
+import math
 import traceback
 
 import bpy
@@ -151,6 +152,20 @@ class SINEW_OT_bake(_SolverProps, bpy.types.Operator):
         description="Leave the Blender IK constraints Sinew replaced enabled (by default they are muted, so what you "
                     "see is what Sinew baked; Restore IK Constraints turns them back on)",
         default=False)
+    # Key reduction (key_reduction.py): same names as the bake dialog's.
+    use_key_reduction: BoolProperty(
+        name="Key Reduction",
+        description="After baking, remove the keys the animation does not need: the Bezier keys left keep every bone "
+                    "within the angle below of the bake on every frame, and the root within the distance",
+        default=False)
+    reduction_angle: FloatProperty(
+        name="Angle Tolerance",
+        description="Largest rotation, in degrees, by which a bone may differ from the bake on any frame",
+        default=0.1, min=0.0, soft_max=5.0, precision=3)
+    reduction_distance: FloatProperty(
+        name="Distance Tolerance",
+        description="Largest distance by which the root bone's location may differ from the bake on any frame",
+        default=1e-4, min=0.0, soft_max=0.01, precision=5, subtype='DISTANCE')
 
     _job = None
     _timer = None
@@ -172,8 +187,10 @@ class SINEW_OT_bake(_SolverProps, bpy.types.Operator):
         if ob is None:
             raise ReadError("The active object is not an armature")
         start, end = self._range(context)
+        reduction = (math.radians(self.reduction_angle), self.reduction_distance) if self.use_key_reduction else None
         return pipeline.BakeJob(context, ob, start, end, self.settings(), new_action=self.new_action,
-                                only_moved=self.only_moved, keep_constraints=self.keep_constraints, chunk=chunk)
+                                only_moved=self.only_moved, keep_constraints=self.keep_constraints, chunk=chunk,
+                                reduction=reduction)
 
     def _finish(self, job):
         r = job.result
@@ -195,6 +212,8 @@ class SINEW_OT_bake(_SolverProps, bpy.types.Operator):
         self.report({'INFO'}, f"Sinew baked {n} frames in {r.seconds:.2f} s ({per * 1000:.2f} ms/frame, solve "
                               f"{r.solve_seconds:.2f} s), worst residual {r.worst_residual:.6g}{extra}{checked} "
                               f"(worst frame per goal: {r.goal_report()})")
+        if r.reduction is not None:
+            self.report({'INFO'}, f"Sinew: {r.reduction.report()}")
         missed = r.blender_misses
         if missed:
             goals = job.problem.goals

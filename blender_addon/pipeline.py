@@ -536,6 +536,8 @@ class BakeResult:
     orientation_residuals: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # (F, G) radians
     references: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 4)))  # (F, N, 4) FK pose per frame
     problem: object = None         # the rig_reader.RigProblem baked
+    reduction: object = None       # key_reduction.ReductionResult when the keys were reduced
+    miss_slack: np.ndarray | None = None  # (G,) how far the reduction may move each effector
 
     def goal_report(self) -> str:
         """Per goal, its worst frame: distance and, for a goal with an orientation, the angle."""
@@ -553,6 +555,8 @@ class BakeResult:
         if self.misses is None:
             return []
         tol = verify_tolerance(self.tolerance)
+        if self.miss_slack is not None:  # key reduction moves the effectors by up to this
+            tol = tol + self.miss_slack
         engine = self.residuals[np.searchsorted(self.frames, self.checked_frames)]
         bad = (self.misses > tol) & (self.misses > engine + tol)
         out = [(int(self.checked_frames[k]), int(i), float(self.misses[k, i])) for k, i in np.argwhere(bad)]
@@ -574,11 +578,14 @@ class BakeJob:
     ``sampling``: "auto" samples plain F-curve-animated targets from their F-curves when the
     armature's pose is static over the range (see ``sample_goals_from_fcurves`` and
     ``pose_is_static``) and steps the frames otherwise; "frames" always steps the frames.
+
+    ``reduction``: None, or (angle radians, distance): after writing, the keys are reduced within
+    these tolerances (``key_reduction.reduce_bake``).
     """
 
     def __init__(self, context, ob, frame_start: int, frame_end: int, settings: Settings, *,
                  new_action: bool = True, only_moved: bool = True, keep_constraints: bool = False,
-                 chunk: int = 0, sampling: str = "auto", verify: bool = True):
+                 chunk: int = 0, sampling: str = "auto", verify: bool = True, reduction=None):
         if sampling not in ("auto", "frames"):
             raise ValueError(f"sampling must be 'auto' or 'frames', not {sampling!r}")
         if frame_end < frame_start:
@@ -591,6 +598,7 @@ class BakeJob:
             raise ReadError(f'Bone "{root_bone}": Local Location is off (Bone properties > Relations), so Sinew '
                             "cannot key its location for the Free root: turn Local Location on, or use the Pinned root")
         self.verify = verify
+        self.reduction = None if reduction is None else (float(reduction[0]), float(reduction[1]))
         self.solver = settings.solver()
         self.settings = settings
         self.ob = ob
@@ -793,7 +801,7 @@ class BakeJob:
         keyed_rot = np.concatenate([rotations[:, [idx[n] for n in moved], :], others_rot], axis=1)
         root_bone = p.root_bone if not pinned else None
         _restore_pose(ob, self._saved_pose)
-        action, prev, note, muted = self._write(frames, keyed, keyed_rot, root_bone, root_t, compat)
+        action, prev, note, muted, reduction = self._write(frames, keyed, keyed_rot, root_bone, root_t, compat)
         write_s = time.perf_counter() - t0
 
         # 4. Measure what Blender evaluates from the keys at frames spread over the range.
@@ -813,6 +821,12 @@ class BakeJob:
                                  action, prev, muted, per_frame, sample_s, solve_s, write_s, list(p.warnings),
                                  "fcurves" if fast is not None else "frames", note, self.settings.tolerance,
                                  checked, misses, verify_s, orientation_residuals, references, p)
+        if reduction is not None:
+            from . import key_reduction
+
+            self.result.reduction = reduction
+            self.result.miss_slack = key_reduction.effector_slack(
+                ob, [(g.bone, g.use_tail) for g in p.goals], keyed, root_bone, *self.reduction)
         yield 1.0
 
     def _write(self, frames, keyed, keyed_rot, root_bone, root_t, compat):
@@ -833,6 +847,11 @@ class BakeJob:
             action, prev, note = keys.write_bake(ob, frames, keyed, keyed_rot, root_bone,
                                                  root_t if root_bone else None, new_action=self.new_action,
                                                  compat=compat)
+            reduction = None
+            if self.reduction is not None:
+                from . import key_reduction
+
+                reduction = key_reduction.reduce_bake(ob, frames, keyed, root_bone, *self.reduction)
             muted, mute_warnings = (0, []) if self.keep_constraints else keys.mute_constraints(ob, p.replaced)
         except BaseException:
             if had_ad:
@@ -850,7 +869,7 @@ class BakeJob:
             ob.sinew_muted = saved_record
             raise
         p.warnings.extend(mute_warnings)
-        return action, prev, note, muted
+        return action, prev, note, muted, reduction
 
 
 def problem_document(problem: rig_reader.RigProblem, targets, orients, poles, pose, root_translation,
