@@ -254,3 +254,28 @@ def test_effector_slack_bounds_the_effector_motion(addon):
     for name in ("b01", "b02", "b03"):
         ob.pose.bones[name].rotation_quaternion = Quaternion((1, 0, 0), 0.01)
     assert (R.world_tail(ob, "b03") - tail0).length <= slack[0]
+
+
+def test_a_failing_reduction_changes_nothing(addon, monkeypatch):
+    """If the reduction fails (a fault injected into the real add-on), the bake's write is rolled
+    back: the user's action is assigned again, no new action is left, nothing is muted, and the
+    operator reports an error instead of a traceback."""
+    ob, _t = _scene(n=3)
+    con = ob.pose.bones["b02"].constraints.new('IK')
+    con.target, con.chain_count = bpy.data.objects["T"], 2
+    for f in (1, 30, 60):
+        ob.pose.bones["b00"].rotation_quaternion = Quaternion((1, 0, 0), 0.01 * f)
+        ob.pose.bones["b00"].keyframe_insert("rotation_quaternion", frame=f)
+    act = ob.animation_data.action
+    before = R.action_snapshot(act)
+    actions = set(bpy.data.actions)
+
+    def fail(*_a, **_k):
+        raise ValueError("injected")
+
+    monkeypatch.setattr(addon.key_reduction, "reduce_bake", fail)
+    with pytest.raises(RuntimeError, match="Sinew failed"):
+        bpy.ops.sinew.bake(frame_start=1, frame_end=60, use_key_reduction=True)
+    assert ob.animation_data.action == act and set(bpy.data.actions) == actions
+    assert R.same_snapshot(R.action_snapshot(act), before)
+    assert not act.use_fake_user and not con.mute and ob.sinew_muted == ""
