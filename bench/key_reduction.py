@@ -7,9 +7,10 @@ Run from the repository root (after scripts/build_extension.sh):
 
 It installs the newest dist/sinew-*.zip as demo/run_demo.py does and builds the demo's scene
 (the Rigify human metarig walking, hands, feet and head tracking animated empties; knee hinges,
-elbow and thigh cones) afresh for every bake. The unreduced bake is the *Bake Tracked Targets*
+elbow and thigh cones) afresh for every bake. The unreduced bake is the *Bake IK to Keyframes*
 operator's work (``pipeline.BakeJob``, the operator's defaults); each reduced bake is the same
-with ``reduction=(angle, 1e-4)`` (the operator's Key Reduction with that angle). For each, every
+with ``Settings(key_reduction=True, reduction_angle=radians(angle), reduction_distance=1e-4)``
+(the dialog's Reduce Keys with that angle, which it shows in degrees). For each, every
 frame is stepped and every keyed bone's local rotation is recovered from Blender's evaluated pose
 matrices and compared with the unreduced bake's. Prints a Markdown table; the time is the
 reduction's own (median of ``--repeat`` bakes), not the bake's.
@@ -89,9 +90,13 @@ def kept_by_part(addon, ob, keyed):
 
 
 def bake(addon, frames, reduction):
+    """The demo's bake; ``reduction``: None, or (angle radians, distance) for Reduce Keys."""
     ob = build(frames)
-    job = addon.pipeline.BakeJob(bpy.context, ob, frames[0], frames[-1], addon.pipeline.Settings(),
-                                 reduction=reduction)
+    settings = addon.pipeline.Settings()
+    if reduction is not None:
+        settings.key_reduction = True
+        settings.reduction_angle, settings.reduction_distance = reduction
+    job = addon.pipeline.BakeJob(bpy.context, ob, frames[0], frames[-1], settings)
     result = job.run()
     return ob, result
 

@@ -36,6 +36,11 @@ class ReadError(Exception):
     """A problem with the rig or its settings, worded for the user (reported as an ERROR)."""
 
 
+class NoGoalsError(ReadError):
+    """The armature has no goal to solve (none at all, or none on a selected bone with Only
+    Selected Bones): with several armatures in Pose Mode, such an armature is skipped."""
+
+
 def engine():
     """The ``sinew`` extension module (bundled as a wheel with this add-on)."""
     try:
@@ -80,6 +85,7 @@ class GoalSpec:
     source: str                  # for the UI: "Sinew" or 'IK "name"'
     constraint: str = ""         # the Blender IK constraint this goal comes from, if any
     influence: float = 1.0       # the IK constraint's influence (see RigProblem.blend_goals)
+    owner: str = ""              # the bone that carries the Sinew goal or the IK constraint
 
 
 @dataclass
@@ -140,7 +146,7 @@ def read_goals(ob) -> tuple[list[GoalSpec], list[tuple[str, str]], list[str]]:
             goals.append(GoalSpec(
                 bone=pb.name, target=target, use_tail=s.use_tail, weight=s.weight,
                 use_orientation=s.use_orientation, chain_length=_engine_chain_length(s.chain_length, s.use_tail),
-                pole=pole, pole_angle=s.pole_angle, source="Sinew",
+                pole=pole, pole_angle=s.pole_angle, source="Sinew", owner=pb.name,
             ))
             # Blender IK on the same bone would fight the Sinew result: it is replaced too.
             replaced += [(pb.name, c.name) for c in ik_constraints if not c.mute and c.influence > 0.0]
@@ -191,10 +197,27 @@ def read_goals(ob) -> tuple[list[GoalSpec], list[tuple[str, str]], list[str]]:
                 weight=c.weight, influence=float(min(1.0, c.influence)),
                 use_orientation=c.use_rotation,
                 chain_length=c.chain_count,
-                pole=pole, pole_angle=c.pole_angle, source=source, constraint=c.name,
+                pole=pole, pole_angle=c.pole_angle, source=source, constraint=c.name, owner=pb.name,
             ))
             replaced.append((pb.name, c.name))
     return goals, replaced, warnings
+
+
+def is_bone_selected(pb) -> bool:
+    """True for a selected, visible pose bone (``PoseBone.select`` and ``hide`` in Blender 5.0,
+    ``Bone.select`` and ``hide`` before)."""
+    sel = pb.select if hasattr(pb, "select") else pb.bone.select
+    hidden = pb.hide if hasattr(pb, "hide") else pb.bone.hide
+    return bool(sel) and not hidden
+
+
+def selected_goals(ob, goals, replaced):
+    """The goals (and the IK constraints they replace) of the selected bones of ``ob``: a goal
+    counts when the bone that carries it, or its effector, is selected."""
+    selected = {pb.name for pb in ob.pose.bones if is_bone_selected(pb)}
+    kept = [g for g in goals if g.bone in selected or (g.owner or g.bone) in selected]
+    owners = {g.owner or g.bone for g in kept}
+    return kept, [(bone, con) for bone, con in replaced if bone in owners]
 
 
 def _engine_chain_length(chain_length: int, use_tail: bool) -> int:
@@ -443,7 +466,7 @@ class RigProblem:
     # rotation goal the slerp between the effector's rotation before IK and the target's), and
     # that goal is solved fully. With a pole it blends the result: every bone of the chain turns
     # from its rotation before IK by the slerp of that turn by the influence (blend_m3_m3m3 of
-    # the basis change with identity). Sinew's pose before IK is the reference pose (IK Solve's
+    # the basis change with identity). Sinew's pose before IK is the reference pose (Solve IK's
     # current pose, a bake's keyed pose per frame).
 
     def blend_goals(self, rig_for_frame, targets, orients, references, root_translations) -> None:
@@ -582,7 +605,7 @@ def no_goals_message(ob) -> str:
                 (by_sinew if (pb.name, c.name) in ours else off).append(f'"{c.name}" (bone "{pb.name}")')
     if by_sinew:
         msg += (f". The IK constraint(s) {', '.join(by_sinew)} were muted by a Sinew bake: "
-                "Restore IK Constraints (Pose > Sinew: Restore IK Constraints, or the Sinew sidebar) turns them back on")
+                "Restore IK Constraints (Pose > Inverse Kinematics, or the Sinew sidebar) turns them back on")
     if off:
         msg += f". The IK constraint(s) {', '.join(off)} are muted or have no influence"
     return msg
@@ -631,10 +654,11 @@ def check_relations(ob, problem) -> None:
                 "location, which Sinew cannot solve: turn Local Location on, or clear its location (Alt G)")
 
 
-def read(ob, *, need_goals: bool = True, depsgraph=None) -> RigProblem:
+def read(ob, *, need_goals: bool = True, depsgraph=None, only_selected: bool = False) -> RigProblem:
     """Reads armature object ``ob`` (rest data, goals, limits; the evaluated pose of the bones
     above the chains from ``depsgraph``, default: the context's) into a RigProblem. Raises
-    ReadError with a user-facing message; changes nothing."""
+    ReadError with a user-facing message (NoGoalsError when there is no goal); changes nothing.
+    ``only_selected``: only the goals of selected bones (``selected_goals``)."""
     import bpy
 
     if ob is None or ob.type != 'ARMATURE':
@@ -645,7 +669,12 @@ def read(ob, *, need_goals: bool = True, depsgraph=None) -> RigProblem:
         raise ReadError("Leave Edit Mode first (Sinew reads the pose)")
     goals, replaced, warnings = read_goals(ob)
     if need_goals and not goals:
-        raise ReadError(no_goals_message(ob))
+        raise NoGoalsError(no_goals_message(ob))
+    if only_selected:
+        goals, replaced = selected_goals(ob, goals, replaced)
+        if need_goals and not goals:
+            raise NoGoalsError(f'Armature "{ob.name}": no selected bone has an IK goal (Only Selected Bones is on); '
+                               "select the bones with the goals or IK constraints to solve")
     sub_bases, moved = _analyze(ob, goals) if goals else ([], [])
 
     bones = ob.data.bones

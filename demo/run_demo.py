@@ -3,7 +3,7 @@ animated empties, baked by the Sinew add-on.
 
 Run with `./dev demo` (or `.venv/bin/python demo/run_demo.py [--frames N] [--no-render]` after
 `scripts/build_extension.sh`). It installs the newest dist/sinew-*.zip the way a user would (into a
-private BLENDER_USER_RESOURCES), builds the scene, runs Sinew's "Bake Tracked Targets" operator,
+private BLENDER_USER_RESOURCES), builds the scene, runs Sinew's "Bake IK to Keyframes" operator,
 saves demo_out/sinew_demo.blend and renders a few frames to demo_out/*.png with Workbench, and
 demo_out/sinew_limits.png: the 3D view with the add-on's Show Limits on (the picture in
 docs/limits.png), drawn offscreen with the gpu module.

@@ -1,4 +1,4 @@
-"""Export IK Problem writes exactly what IK Solve solves (sinew.problem/1)."""
+"""Export IK Problem writes exactly what Solve IK solves (sinew.problem/1)."""
 
 import json
 import math
@@ -55,7 +55,7 @@ def test_export_loads_back_and_solves_to_the_same_rotations(addon, tmp_path):
     assert goals["R2"]["pole"]["angle"] == pytest.approx(math.radians(-30))
     assert goals["R2"]["chain_length"] == 3 and "orientation" in goals["L2"]
 
-    # IK Solve falls back to the pose it starts from: the file says so.
+    # Solve IK falls back to the pose it starts from: the file says so.
     assert doc["reference"] == doc["pose"]
     rig, goals_, solver, pose, root_t, root = sinew.load_problem(text)
     assert rig.names == [b["name"] for b in doc["bones"]]
@@ -67,7 +67,7 @@ def test_export_loads_back_and_solves_to_the_same_rotations(addon, tmp_path):
     res = addon.pipeline.solve_pose(bpy.context, ob, settings, key=False)
     assert res.problem.names == rig.names
     np.testing.assert_allclose(from_file.rotations, res.rotations, atol=1e-9)
-    # And what Blender shows is that solution (with the Blender IK constraint, which IK Solve
+    # And what Blender shows is that solution (with the Blender IK constraint, which Solve IK
     # leaves on, muted: it would act on top).
     ob.pose.bones["R2"].constraints["IK"].mute = True
     locs = R.evaluated_locals(ob)

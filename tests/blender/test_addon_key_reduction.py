@@ -56,6 +56,12 @@ def _angle(a, b):
     return 4.0 * math.asin(min(1.0, np.linalg.norm(a - b) / 2.0))
 
 
+def _reducing(addon, angle, distance, **kw):
+    """The bake's Settings with key reduction on: ``angle`` in radians (the operator's
+    ``reduction_angle`` is an ANGLE property: radians, shown in degrees), ``distance``."""
+    return addon.pipeline.Settings(key_reduction=True, reduction_angle=angle, reduction_distance=distance, **kw)
+
+
 def _count_keys(ob, lo, hi):
     n = 0
     for fc in R.channelbag(ob).fcurves:
@@ -76,7 +82,8 @@ def test_reduced_bake_stays_within_the_tolerance_of_the_unreduced_bake_on_every_
     bpy.ops.wm.read_homefile(use_empty=True)
     ob, _t = _scene()
     capfd.readouterr()
-    assert bpy.ops.sinew.bake(frame_start=1, frame_end=60, use_key_reduction=True, reduction_angle=degrees) \
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=60, use_key_reduction=True,
+                              reduction_angle=math.radians(degrees)) \
         == {'FINISHED'}
     out = capfd.readouterr().out
     reduced_keys = _count_keys(ob, 1, 60)
@@ -105,8 +112,7 @@ def test_a_looser_tolerance_keeps_fewer_keys_and_reports_the_deviation(addon):
     for degrees in (0.05, 0.5, 2.0):
         bpy.ops.wm.read_homefile(use_empty=True)
         ob, _t = _scene()
-        job = addon.pipeline.BakeJob(bpy.context, ob, 1, 60, addon.pipeline.Settings(),
-                                     reduction=(math.radians(degrees), 1e-4))
+        job = addon.pipeline.BakeJob(bpy.context, ob, 1, 60, _reducing(addon, math.radians(degrees), 1e-4))
         r = job.run()
         red = r.reduction
         assert red.max_angle <= math.radians(degrees) and red.max_angle > 0.2 * math.radians(degrees)
@@ -120,7 +126,7 @@ def test_a_looser_tolerance_keeps_fewer_keys_and_reports_the_deviation(addon):
 def test_euler_and_axis_angle_bones_are_measured_as_blender_rotates_them(addon):
     ob, _t = _scene(modes={"b01": 'XZY', "b03": 'AXIS_ANGLE', "b04": 'ZYX'})
     tol = math.radians(0.3)
-    job = addon.pipeline.BakeJob(bpy.context, ob, 1, 60, addon.pipeline.Settings(), reduction=(tol, 1e-4))
+    job = addon.pipeline.BakeJob(bpy.context, ob, 1, 60, _reducing(addon, tol, 1e-4))
     r = job.run()
     assert r.reduction.keys_after < 0.5 * r.reduction.keys_before
     assert r.reduction.keys_before == 60 * (4 + 3 + 4 + 4 + 4 + 3)
@@ -137,7 +143,7 @@ def test_root_location_is_reduced_within_the_distance(addon, capfd):
     ob.pose.bones["b00"].location = (0.0, 0.0, 0.0)
     dist = 2e-3
     assert bpy.ops.sinew.bake(frame_start=1, frame_end=60, root_mode='FREE', use_key_reduction=True,
-                              reduction_angle=0.2, reduction_distance=dist) == {'FINISHED'}
+                              reduction_angle=math.radians(0.2), reduction_distance=dist) == {'FINISHED'}
     out = capfd.readouterr().out
     assert "in location" in out
     frames, _ = R.key_frames(R.fcurve(ob, 'pose.bones["b00"].location', 0))
@@ -151,8 +157,7 @@ def test_root_location_is_reduced_within_the_distance(addon, capfd):
 def test_root_location_deviation_against_the_solution(addon):
     ob, _t = _scene(n=3)
     dist = 2e-3
-    job = addon.pipeline.BakeJob(bpy.context, ob, 1, 60, addon.pipeline.Settings(root="free"),
-                                 reduction=(math.radians(0.2), dist))
+    job = addon.pipeline.BakeJob(bpy.context, ob, 1, 60, _reducing(addon, math.radians(0.2), dist, root="free"))
     r = job.run()
     assert r.reduction.location and 0.0 < r.reduction.max_distance <= dist
     _, locs = _evaluated(ob, FRAMES)
@@ -169,8 +174,8 @@ def test_keys_outside_the_range_are_not_touched(addon):
             pb.keyframe_insert("rotation_quaternion", frame=f, group=pb.name)
     act = ob.animation_data.action
     before = R.action_snapshot(act)
-    job = addon.pipeline.BakeJob(bpy.context, ob, 20, 40, addon.pipeline.Settings(), new_action=False,
-                                 reduction=(math.radians(0.1), 1e-4))
+    job = addon.pipeline.BakeJob(bpy.context, ob, 20, 40, _reducing(addon, math.radians(0.1), 1e-4),
+                                 new_action=False)
     r = job.run()
     assert ob.animation_data.action == act
     after = R.action_snapshot(act)
@@ -279,3 +284,58 @@ def test_a_failing_reduction_changes_nothing(addon, monkeypatch):
     assert ob.animation_data.action == act and set(bpy.data.actions) == actions
     assert R.same_snapshot(R.action_snapshot(act), before)
     assert not act.use_fake_user and not con.mute and ob.sinew_muted == ""
+
+
+def _two_armatures_in_pose_mode():
+    """Armatures "A" and "B" in Pose Mode together, "A" active, each tip following its own empty on
+    a circle (keyed every 5 frames)."""
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = FRAMES[0], FRAMES[-1]
+    obs = []
+    for name, dx in (("A", 0.0), ("B", 3.0)):
+        ob = R.make_chain(4, name=name, roll_step=0.3)
+        ob.location = (dx, 0.0, 0.0)
+        t = R.add_empty("T" + name)
+        R.key_locations(t, {f: _circle(f, center=(0.5 + dx, 0.0, 1.8), radius=0.4) for f in FRAMES[::5]})
+        R.set_goal(ob, "b03", t)
+        obs.append(ob)
+    a, b = obs
+    R.activate(b)
+    a.select_set(True)
+    bpy.context.view_layer.objects.active = a
+    bpy.ops.object.mode_set(mode='POSE')
+    assert {o.name for o in bpy.context.objects_in_mode} == {"A", "B"}
+    scene.frame_set(1)
+    return a, b
+
+
+def test_every_armature_of_a_multi_armature_bake_is_reduced_and_reported(addon, capfd):
+    a, b = _two_armatures_in_pose_mode()
+    capfd.readouterr()
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=60, use_key_reduction=True,
+                              reduction_angle=math.radians(0.5)) == {'FINISHED'}
+    out = capfd.readouterr().out
+    for ob in (a, b):
+        n = _count_keys(ob, 1, 60)
+        assert n < 0.8 * 4 * 4 * 60, (ob.name, n)
+        assert f'Sinew: "{ob.name}": Key reduction kept {n} of {4 * 4 * 60} keys' in out, out
+        assert f'Sinew: "{ob.name}" baked 60 frames' in out  # and each armature's per-goal report
+        assert addon.pipeline.last_bake_results(ob)
+    assert "misses targets" not in out
+
+
+def test_a_reduction_failing_on_the_second_armature_puts_the_first_back(addon, monkeypatch):
+    a, b = _two_armatures_in_pose_mode()
+    real = addon.key_reduction.reduce_bake
+
+    def reduce_bake(ob, *args, **kw):
+        if ob.name == "B":
+            raise ValueError("injected")
+        return real(ob, *args, **kw)
+
+    monkeypatch.setattr(addon.key_reduction, "reduce_bake", reduce_bake)
+    actions = set(bpy.data.actions)  # the targets' own
+    with pytest.raises(RuntimeError, match="Sinew failed"):
+        bpy.ops.sinew.bake(frame_start=1, frame_end=60, use_key_reduction=True)
+    assert set(bpy.data.actions) == actions and a.animation_data is None and b.animation_data is None
+    assert a.sinew_last_bake == "" and b.sinew_last_bake == ""

@@ -375,3 +375,16 @@ def test_sequence_orientation_residuals_match_single_solves():
         bone = rig.names.index("arm2.R")
         # (quat_angle goes through acos: near zero it is good to about 1e-8.)
         assert seq.orientation_residuals[f, 1] == pytest.approx(quat_angle(world[bone], orientations[f, 1]), abs=1e-7)
+
+
+def test_methods_lists_every_method_the_solver_accepts():
+    names = sinew.methods()
+    assert isinstance(names, list) and len(names) == len(set(names))
+    assert {"fabrik", "dls"} <= set(names)
+    rig = chain(4)
+    for name in names:
+        solver = sinew.Solver(method=name)
+        assert solver.method == name
+        assert solver.solve(rig, [sinew.Goal("b3", (1.0, 1.0, 1.0))]).reached, name
+    with pytest.raises(sinew.SinewError, match="fabrik"):
+        sinew.Solver(method="not-a-method")

@@ -33,6 +33,7 @@ from ._sinew import (
     analyze,
     core_version,
     load_problem,
+    methods,
 )
 
 __all__ = [
@@ -55,4 +56,5 @@ __all__ = [
     "analyze",
     "core_version",
     "load_problem",
+    "methods",
 ]

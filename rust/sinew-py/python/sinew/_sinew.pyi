@@ -44,6 +44,7 @@ __all__ = [
     "analyze",
     "core_version",
     "load_problem",
+    "methods",
 ]
 
 __version__: str
@@ -484,6 +485,10 @@ class _Analysis(TypedDict):
     sub_bases: list[int]
     moved: list[list[int]]
     active: list[int]
+
+def methods() -> list[str]:
+    """The names of the IK methods ``Solver(method=...)`` accepts, in the core's order (the
+    default, ``"fabrik"``, among them)."""
 
 def analyze(rig: Rig, goals: Sequence[Goal]) -> _Analysis:
     """The chain structure of ``goals`` on ``rig``: ``sub_bases`` (bones where chains meet,

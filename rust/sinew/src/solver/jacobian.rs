@@ -35,6 +35,7 @@ use glam::{DMat3, DVec3};
 
 use glam::DQuat;
 
+use super::gram::GramBlocks;
 use crate::geometry::{angle_between, from_rotation_vector, renormalize, rotation_vector, swing_twist_y};
 use crate::limits::Swing;
 use crate::pose::{Frames, Pose};
@@ -127,6 +128,9 @@ pub(crate) struct DlsSteps {
     /// Per joint `j`, the goals it moves: `reaches[reach_start[j]..reach_start[j + 1]]`.
     reaches: Vec<usize>,
     reach_start: Vec<usize>,
+    /// Scratch for them: per bone its joint (`usize::MAX`: none), per joint a fill position.
+    joint_of_bone: Vec<usize>,
+    cursor: Vec<usize>,
     /// Aligned with `reaches`: the links at the current pose.
     links: Vec<Link>,
     /// Per joint `j`, its links to tree poles: `pole_links[pole_start[j]..pole_start[j + 1]]`.
@@ -138,9 +142,9 @@ pub(crate) struct DlsSteps {
     tree_poles: Vec<usize>,
     /// Per goal: its first residual row.
     goal_rows: Vec<usize>,
-    /// `J Jᵀ + λ² I`, row-major; only its lower triangle is read (then holds its Cholesky
-    /// factor).
-    gram: Vec<f64>,
+    /// `J Jᵀ + λ² I`, a block per group of coupled goals ([`GramBlocks`]); only its lower
+    /// triangle is read (then holds its Cholesky factor).
+    gram: GramBlocks,
     /// The right-hand side, then the solution `y` of the damped system.
     rhs: Vec<f64>,
     /// The pose being refined: its frames and residual.
@@ -230,7 +234,7 @@ impl DlsSteps {
         for v in [&mut self.residual, &mut self.trial_residual, &mut self.rhs] {
             v.resize(m, 0.0);
         }
-        self.gram.resize(m * m, 0.0);
+        self.layout_gram(problem, m);
         let mut error = match fk {
             Some(fk) => {
                 // The caller's frames must be `Rig::forward` of `pose` to the bit (the solution's
@@ -270,13 +274,13 @@ impl DlsSteps {
             it += 1;
             // `self.frames` and `self.residual` are those of `pose`.
             self.linearize(problem);
-            self.gram_into(m);
-            let scale = (0..m).map(|i| self.gram[i * m + i]).fold(0.0, f64::max);
+            self.gram_into();
+            let scale = (0..m).map(|i| self.gram.get(i, i)).fold(0.0, f64::max);
             if scale <= 0.0 {
                 break;
             }
             for i in 0..m {
-                self.gram[i * m + i] += damping * scale;
+                self.gram.add(i, i, damping * scale);
             }
             self.rhs.copy_from_slice(&self.residual);
             if relaxing && pulled >= RELAX_ITERATIONS && self.blocked.iter().any(Option::is_some) {
@@ -299,7 +303,7 @@ impl DlsSteps {
                 self.turns_toward_reference(problem, pose);
                 self.subtract_j_toward(pull_now);
             }
-            if !cholesky_solve(&mut self.gram, m, &mut self.rhs) {
+            if !self.gram.factor_solve(&mut self.rhs) {
                 break;
             }
             let mut trial = std::mem::take(&mut self.trial);
@@ -320,7 +324,7 @@ impl DlsSteps {
                 // square; one chord step (the same factor, the residual where the step landed)
                 // brings them back before the step is judged.
                 self.rhs.copy_from_slice(&self.trial_residual);
-                cholesky_substitute(&self.gram, m, &mut self.rhs);
+                self.gram.substitute(&mut self.rhs);
                 let mut corrected = std::mem::take(&mut self.corrected);
                 corrected.rotations.clone_from(&trial.rotations);
                 corrected.root_translation = trial.root_translation;
@@ -531,25 +535,52 @@ impl DlsSteps {
         if problem.root() == RootMode::Free && topo.active.first() == Some(&0) {
             self.joints.push(unknown(None, 1.0, None));
         }
-        self.reaches.clear();
-        self.reach_start.clear();
-        for joint in &self.joints {
-            self.reach_start.push(self.reaches.len());
-            // A goal moves with a bone on its path to the root; the root's translation moves
-            // bone 0's tree (other roots stay where the rest pose puts them).
-            let on_path = |gi: usize, b: usize| {
-                let mut x = Some(goals[gi].bone);
-                while let Some(i) = x {
-                    if i == b {
-                        return true;
-                    }
-                    x = if i > b { rig.bone(i).parent } else { None };
-                }
-                false
-            };
-            self.reaches.extend((0..goals.len()).filter(|&gi| on_path(gi, joint.bone.unwrap_or(0))));
+        // Which goals each joint moves: a goal moves with every bone on its path to the root,
+        // and the root's translation moves bone 0's tree (other roots stay where the rest pose
+        // puts them). Per joint in goal order, from one walk up each goal's path (two: count,
+        // then fill).
+        let root_joint = self.joints.iter().position(|j| j.bone.is_none());
+        self.joint_of_bone.clear();
+        self.joint_of_bone.resize(rig.len(), usize::MAX);
+        for (j, joint) in self.joints.iter().enumerate() {
+            if let Some(b) = joint.bone {
+                self.joint_of_bone[b] = j;
+            }
         }
-        self.reach_start.push(self.reaches.len());
+        let (joint_of_bone, cursor) = (&self.joint_of_bone, &mut self.cursor);
+        let walk = |gi: usize, visit: &mut dyn FnMut(usize)| {
+            let mut x = Some(goals[gi].bone);
+            while let Some(i) = x {
+                if joint_of_bone[i] != usize::MAX {
+                    visit(joint_of_bone[i]);
+                }
+                if i == 0
+                    && let Some(r) = root_joint
+                {
+                    visit(r);
+                }
+                x = rig.bone(i).parent;
+            }
+        };
+        cursor.clear();
+        cursor.resize(self.joints.len() + 1, 0);
+        for gi in 0..goals.len() {
+            walk(gi, &mut |j| cursor[j + 1] += 1);
+        }
+        for j in 0..self.joints.len() {
+            cursor[j + 1] += cursor[j];
+        }
+        self.reach_start.clear();
+        self.reach_start.extend_from_slice(cursor);
+        self.reaches.clear();
+        self.reaches.resize(cursor[self.joints.len()], 0);
+        let reaches = &mut self.reaches;
+        for gi in 0..goals.len() {
+            walk(gi, &mut |j| {
+                reaches[cursor[j]] = gi;
+                cursor[j] += 1;
+            });
+        }
         self.goal_rows.clear();
         let mut row = 0;
         for g in goals {
@@ -707,11 +738,25 @@ impl DlsSteps {
         })
     }
 
-    /// `J Jᵀ` into the lower triangle of `self.gram` (row-major, m × m): per joint, a 3 × 3 block
+    /// Lays `self.gram` out for the `m` residual rows: a block per group of coupled goals
+    /// ([`crate::problem::Topology::coupled`]), a tree pole's row with its goal's.
+    fn layout_gram(&mut self, problem: &Problem, m: usize) {
+        let coupled = &problem.topology().coupled;
+        let first_pole_row = m - self.tree_poles.len();
+        let (goal_rows, tree_poles) = (&self.goal_rows, &self.tree_poles);
+        // Goal rows ascend with the goals; the tree poles' rows come after them.
+        let goal_of_row = |row: usize| match row.checked_sub(first_pole_row) {
+            Some(p) => tree_poles[p],
+            None => goal_rows.partition_point(|&r| r <= row) - 1,
+        };
+        self.gram.layout(m, |row| coupled[goal_of_row(row)], problem.goals().len());
+    }
+
+    /// `J Jᵀ` into the lower triangle of `self.gram`: per joint, a 3 × 3 block
     /// (or a row, for a pole) per pair of the rows it moves.
-    fn gram_into(&mut self, m: usize) {
-        let g = &mut self.gram[..m * m];
-        g.fill(0.0);
+    fn gram_into(&mut self) {
+        let g = &mut self.gram;
+        g.clear();
         for (j, joint) in self.joints.iter().enumerate() {
             let links = &self.links[self.reach_start[j]..self.reach_start[j + 1]];
             let axes = &joint.axes[..joint.count];
@@ -720,7 +765,7 @@ impl DlsSteps {
                 for (b, lb) in links[..=a].iter().enumerate() {
                     let (ra, rb) = (la.row, lb.row);
                     if joint.bone.is_none() {
-                        add_block(g, m, ra, rb, DMat3::from_diagonal(DVec3::splat(la.lever.x * lb.lever.x)));
+                        g.add3(ra, rb, DMat3::from_diagonal(DVec3::splat(la.lever.x * lb.lever.x)));
                         continue;
                     }
                     let (da, db) = (la.lever, lb.lever);
@@ -730,18 +775,18 @@ impl DlsSteps {
                     } else {
                         axes.iter().map(|&x| outer(x.cross(da), x.cross(db))).sum()
                     };
-                    add_block(g, m, ra, rb, pp);
+                    g.add3(ra, rb, pp);
                     if let Some(sa) = la.spin {
                         // Orientation rows of `la` by position rows of `lb`: Σ_c sa a_c (a_c × db)ᵀ.
                         let rp = if joint.world_axes { skew(db) * sa } else { axes.iter().map(|&x| outer(x * sa, x.cross(db))).sum() };
-                        add_block(g, m, ra + 3, rb, rp);
+                        g.add3(ra + 3, rb, rp);
                         if let Some(sb) = lb.spin {
                             let rr = if joint.world_axes {
                                 DMat3::from_diagonal(DVec3::splat(sa * sb))
                             } else {
                                 axes.iter().map(|&x| outer(x * sa, x * sb)).sum()
                             };
-                            add_block(g, m, ra + 3, rb + 3, rr);
+                            g.add3(ra + 3, rb + 3, rr);
                         }
                     }
                     if let Some(sb) = lb.spin
@@ -750,7 +795,7 @@ impl DlsSteps {
                         // Position rows of `la` by orientation rows of `lb` (above the diagonal
                         // when they are the same goal's).
                         let pr = if joint.world_axes { -skew(da) * sb } else { axes.iter().map(|&x| outer(x.cross(da), x * sb)).sum() };
-                        add_block(g, m, ra, rb + 3, pr);
+                        g.add3(ra, rb + 3, pr);
                     }
                 }
             }
@@ -763,16 +808,16 @@ impl DlsSteps {
                         Some(_) => (pa.turn.cross(l.lever), l.spin.map(|s| pa.turn * s)),
                     };
                     for c in 0..3 {
-                        g[pa.row * m + l.row + c] += pos[c];
+                        g.add(pa.row, l.row + c, pos[c]);
                     }
                     if let Some(rot) = rot {
                         for c in 0..3 {
-                            g[pa.row * m + l.row + 3 + c] += rot[c];
+                            g.add(pa.row, l.row + 3 + c, rot[c]);
                         }
                     }
                 }
                 for pb in &poles[..=a] {
-                    g[pa.row * m + pb.row] += pa.per_axis.dot(pb.per_axis);
+                    g.add(pa.row, pb.row, pa.per_axis.dot(pb.per_axis));
                 }
             }
         }
@@ -916,59 +961,6 @@ fn outer(u: DVec3, v: DVec3) -> DMat3 {
 #[inline]
 fn skew(d: DVec3) -> DMat3 {
     DMat3::from_cols(DVec3::new(0.0, d.z, -d.y), DVec3::new(-d.z, 0.0, d.x), DVec3::new(d.y, -d.x, 0.0))
-}
-
-/// Adds `block` to the 3 × 3 block of row-major `g` (m × m) at rows `row..row + 3`, columns
-/// `col..col + 3`.
-#[inline]
-fn add_block(g: &mut [f64], m: usize, row: usize, col: usize, block: DMat3) {
-    for i in 0..3 {
-        let r = &mut g[(row + i) * m + col..(row + i) * m + col + 3];
-        r[0] += block.x_axis[i];
-        r[1] += block.y_axis[i];
-        r[2] += block.z_axis[i];
-    }
-}
-
-/// Solves `A x = b` in place for symmetric positive-definite `A` (row-major, m × m, only its
-/// lower triangle read), which is overwritten by its Cholesky factor `L` (`A = L Lᵀ`); `b`
-/// becomes `x`. False, with `b` unusable, when a pivot is not positive (`A` not positive
-/// definite to working precision).
-#[allow(clippy::neg_cmp_op_on_partial_ord)] // NaN refused: see the pivot test
-fn cholesky_solve(a: &mut [f64], m: usize, b: &mut [f64]) -> bool {
-    for j in 0..m {
-        let row_j = &mut a[j * m..(j + 1) * m];
-        let d = row_j[j] - row_j[..j].iter().map(|x| x * x).sum::<f64>();
-        // (Negated so that a NaN pivot is refused too.)
-        if !(d > 0.0) {
-            return false;
-        }
-        let d = d.sqrt();
-        row_j[j] = d;
-        let inv = 1.0 / d;
-        let (upto_j, rest) = a.split_at_mut((j + 1) * m);
-        let row_j = &upto_j[j * m..j * m + j];
-        for i in j + 1..m {
-            let row_i = &mut rest[(i - j - 1) * m..(i - j) * m];
-            let s = row_i[j] - row_i[..j].iter().zip(row_j).map(|(x, y)| x * y).sum::<f64>();
-            row_i[j] = s * inv;
-        }
-    }
-    cholesky_substitute(a, m, b);
-    true
-}
-
-/// Solves `L Lᵀ x = b` in place for the factor `L` [`cholesky_solve`] left in `a`.
-fn cholesky_substitute(a: &[f64], m: usize, b: &mut [f64]) {
-    // L z = b, then Lᵀ x = z.
-    for i in 0..m {
-        let row = &a[i * m..i * m + i];
-        b[i] = (b[i] - row.iter().zip(&b[..i]).map(|(x, y)| x * y).sum::<f64>()) / a[i * m + i];
-    }
-    for i in (0..m).rev() {
-        let s = (i + 1..m).map(|k| a[k * m + i] * b[k]).sum::<f64>();
-        b[i] = (b[i] - s) / a[i * m + i];
-    }
 }
 
 /// Forward kinematics of `pose` into `frames` and the residual (rows as `J`'s) into `residual`;
@@ -1188,13 +1180,13 @@ mod tests {
         let m = 6 + 3 + 3 + 1;
         steps.residual.resize(m, 0.0);
         steps.rhs.resize(m, 0.0);
-        steps.gram.resize(m * m, 0.0);
+        steps.layout_gram(&problem, m);
         steps.blocked = vec![None; 8];
         // A blocked direction on the spine: its axes are projected.
         steps.blocked[1] = Some(DVec3::new(0.6, 0.0, 0.8));
         evaluate(&problem, &steps.tree_poles, &pose, &mut steps.frames, &mut steps.residual);
         steps.linearize(&problem);
-        steps.gram_into(m);
+        steps.gram_into();
         // J by central differences, a column per unknown (residual = target − effector, so J is
         // minus its derivative).
         let mut columns = Vec::new();
@@ -1225,7 +1217,7 @@ mod tests {
         for i in 0..m {
             for j in 0..=i {
                 let dense: f64 = columns.iter().map(|col| col[i] * col[j]).sum();
-                let got = steps.gram[i * m + j];
+                let got = steps.gram.get(i, j);
                 assert!((got - dense).abs() < 1e-5 * (1.0 + dense.abs()), "J Jᵀ[{i}][{j}] = {got} but finite differences give {dense}");
             }
         }
@@ -1355,7 +1347,7 @@ mod tests {
         for v in [&mut steps.residual, &mut steps.trial_residual, &mut steps.rhs] {
             v.resize(m, 0.0);
         }
-        steps.gram.resize(m * m, 0.0);
+        steps.layout_gram(&problem, m);
         steps.blocked = vec![None; 8];
         steps.kept_twist = pose.rotations.iter().map(|&q| swing_twist_y(q).1).collect();
         evaluate(&problem, &steps.tree_poles, &pose, &mut steps.frames, &mut steps.residual);
@@ -1375,28 +1367,5 @@ mod tests {
             let got = r1[i] - r0[i];
             assert!((got - predicted[i]).abs() < 1e-3 * beta, "row {i}: moved {got:e}, J d predicts {:e}", predicted[i]);
         }
-    }
-
-    #[test]
-    fn cholesky_solves_a_positive_definite_system() {
-        let m = 4;
-        let l = [[2.0, 0.0, 0.0, 0.0], [0.5, 1.5, 0.0, 0.0], [-0.3, 0.2, 1.1, 0.0], [0.7, -0.4, 0.25, 0.9]];
-        let mut a = vec![0.0; m * m];
-        for i in 0..m {
-            for j in 0..m {
-                a[i * m + j] = (0..m).map(|k| l[i][k] * l[j][k]).sum();
-            }
-        }
-        let x = [1.0, -2.0, 0.5, 3.0];
-        let mut b: Vec<f64> = (0..m).map(|i| (0..m).map(|j| a[i * m + j] * x[j]).sum()).collect();
-        let full = a.clone();
-        assert!(cholesky_solve(&mut a, m, &mut b));
-        for i in 0..m {
-            assert!((b[i] - x[i]).abs() < 1e-12, "{b:?}");
-        }
-        // Not positive definite.
-        let mut bad = full;
-        bad[3 * m + 3] = -1.0;
-        assert!(!cholesky_solve(&mut bad, m, &mut vec![1.0; m]));
     }
 }

@@ -8,6 +8,7 @@
 
 mod dls;
 mod fabrik;
+mod gram;
 mod jacobian;
 mod reference;
 
