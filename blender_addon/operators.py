@@ -10,6 +10,7 @@ No operator lets an exception out as a traceback: a ReadError is the user's repo
 else is reported as a Sinew failure (the work behind them changes nothing before it can succeed)."""
 
 import json
+import math
 import traceback
 
 import bpy
@@ -313,15 +314,20 @@ class SINEW_OT_bake(_SolverProps, bpy.types.Operator):
         description="Leave the Blender IK constraints Sinew replaced enabled (by default they are muted, so what you "
                     "see is what Sinew baked; Restore IK Constraints turns them back on)",
         default=False)
+    # Key reduction (key_reduction.py). The angle is an ANGLE property: stored in radians (what
+    # Settings.reduction_angle and key_reduction take), shown and typed in degrees.
     use_key_reduction: BoolProperty(
         name="Reduce Keys", default=False,
-        description="After baking, remove the keys the animation does not need to stay within the tolerances below")
+        description="After baking, remove the keys the animation does not need: the Bezier keys left keep every bone "
+                    "within the angle below of the bake on every frame, and the root within the distance")
     reduction_angle: FloatProperty(
-        name="Angle Tolerance", subtype='ANGLE', default=0.0017453292519943296, min=0.0, soft_max=0.0872664626,
-        precision=3, description="Largest rotation a bone may deviate from the baked pose where keys are removed")
+        name="Angle Tolerance", subtype='ANGLE', default=math.radians(0.1), min=0.0, soft_max=math.radians(5.0),
+        precision=3, description="Largest rotation by which a bone may differ from the bake on any frame once keys "
+                                 "are removed")
     reduction_distance: FloatProperty(
         name="Distance Tolerance", subtype='DISTANCE', default=1e-4, min=0.0, soft_max=0.01, precision=5,
-        description="Largest distance a keyed location may deviate from the baked one where keys are removed")
+        description="Largest distance by which the root bone's location may differ from the bake on any frame once "
+                    "keys are removed")
 
     _job = None
     _timer = None
@@ -423,6 +429,8 @@ class SINEW_OT_bake(_SolverProps, bpy.types.Operator):
             missed_total += sum(1 for g in pipeline.bake_goal_results(r) if g["missed"])
             level, text = bake_report(r)
             self.report(level, f'Sinew: "{job.ob.name}" {text}' if several else f"Sinew {text}")
+            if r.reduction is not None:
+                self.report({'INFO'}, f"Sinew: {pre}{r.reduction.report()}")
             missed = r.blender_misses
             if missed:
                 goals = job.problem.goals

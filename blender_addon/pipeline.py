@@ -32,7 +32,7 @@ import bpy
 import numpy as np
 from mathutils import Euler, Matrix, Quaternion
 
-from . import keys, rig_reader
+from . import key_reduction, keys, rig_reader
 from .rig_reader import ReadError, engine
 
 ROOT_MODES = ("pinned", "free")
@@ -73,7 +73,9 @@ class Settings:
     root: str = "pinned"
     method: str = DEFAULT_METHOD    # one of method_names()
     only_selected: bool = False     # only the goals of selected bones (rig_reader.selected_goals)
-    # Key reduction after a bake (blender_addon/key_reduction.py; see BakeJob._reduce_keys).
+    # Key reduction after a bake (key_reduction.reduce_bake, called in BakeJob._write): the bake
+    # dialog's Reduce Keys, Angle Tolerance (an ANGLE property: radians, shown in degrees) and
+    # Distance Tolerance.
     key_reduction: bool = False
     reduction_angle: float = math.radians(0.1)   # radians a reduced rotation may deviate
     reduction_distance: float = 1e-4             # distance a reduced location may deviate
@@ -653,7 +655,8 @@ class BakeResult:
     orientation_residuals: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # (F, G) radians
     references: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 4)))  # (F, N, 4) FK pose per frame
     problem: object = None         # the rig_reader.RigProblem baked
-    key_reduction: object = None   # what key_reduction.reduce_keys returned, when reduction was on
+    reduction: object = None       # key_reduction.ReductionResult when the keys were reduced
+    miss_slack: np.ndarray | None = None  # (G,) how far the reduction may move each effector
 
     def goal_report(self) -> str:
         """Per goal, its worst frame: distance and, for a goal with an orientation, the angle."""
@@ -671,6 +674,8 @@ class BakeResult:
         if self.misses is None:
             return []
         tol = verify_tolerance(self.tolerance)
+        if self.miss_slack is not None:  # key reduction moves the effectors by up to this
+            tol = tol + self.miss_slack
         engine = self.residuals[np.searchsorted(self.frames, self.checked_frames)]
         bad = (self.misses > tol) & (self.misses > engine + tol)
         out = [(int(self.checked_frames[k]), int(i), float(self.misses[k, i])) for k, i in np.argwhere(bad)]
@@ -692,6 +697,11 @@ class BakeJob:
     ``sampling``: "auto" samples plain F-curve-animated targets from their F-curves when the
     armature's pose is static over the range (see ``sample_goals_from_fcurves`` and
     ``pose_is_static``) and steps the frames otherwise; "frames" always steps the frames.
+
+    Key reduction: with ``settings.key_reduction``, the keys are reduced right after they are
+    written, within ``settings.reduction_angle`` (radians) and ``settings.reduction_distance``
+    (``key_reduction.reduce_bake``; ``self.reduction`` is that pair, or None), as part of the
+    write: if it fails, ``undo_write`` puts the scene back.
     """
 
     def __init__(self, context, ob, frame_start: int, frame_end: int, settings: Settings, *,
@@ -709,6 +719,8 @@ class BakeJob:
             raise ReadError(f'Bone "{root_bone}": Local Location is off (Bone properties > Relations), so Sinew '
                             "cannot key its location for the Free root: turn Local Location on, or use the Pinned root")
         self.verify = verify
+        self.reduction = ((float(settings.reduction_angle), float(settings.reduction_distance))
+                          if settings.key_reduction else None)
         self.solver = settings.solver()
         self.settings = settings
         self.ob = ob
@@ -949,7 +961,15 @@ class BakeJob:
                                  c["reached"], list(c["keyed"]), c["action"], c["prev"], c["muted"], c["per_frame"],
                                  c["sample_s"], c["solve_s"], c["write_s"], list(p.warnings), c["sampling"], c["note"],
                                  self.settings.tolerance, checked, misses, verify_s, c["orientation_residuals"],
-                                 c["references"], p, c["reduction"])
+                                 c["references"], p, c["reduction"], self._miss_slack(c))
+
+    def _miss_slack(self, c):
+        """(G,) how far the key reduction may move each effector (``key_reduction.effector_slack``),
+        which the check of Blender's evaluated pose allows; None without reduction."""
+        if c["reduction"] is None:
+            return None
+        return key_reduction.effector_slack(self.ob, [(g.bone, g.use_tail) for g in self.problem.goals], c["keyed"],
+                                            c["root_bone"], *self.reduction)
 
     def _write(self, frames, keyed, keyed_rot, root_bone, root_t, compat):
         """Writes the keys (and reduces them, when asked) and mutes the replaced constraints; on
@@ -968,31 +988,15 @@ class BakeJob:
             action, prev, note = keys.write_bake(ob, frames, keyed, keyed_rot, root_bone,
                                                  root_t if root_bone else None, new_action=self.new_action,
                                                  compat=compat)
-            # ---- KEY REDUCTION CALL SITE (issue #16) ------------------------------------------
-            reduction = self._reduce_keys(action, frames, keyed, root_bone) if self.settings.key_reduction else None
-            # -------------------------------------------------------------------------------------
+            reduction = None
+            if self.reduction is not None:  # key reduction (key_reduction.py), undone with the write on failure
+                reduction = key_reduction.reduce_bake(ob, frames, keyed, root_bone, *self.reduction)
             muted, mute_warnings = (0, []) if self.keep_constraints else keys.mute_constraints(ob, p.replaced)
         except BaseException:
             self.undo_write()
             raise
         p.warnings.extend(mute_warnings)
         return action, prev, note, muted, reduction
-
-    def _reduce_keys(self, action, frames, keyed, root_bone):
-        """Key reduction after the bake has keyed every frame (``Settings.key_reduction``, with
-        ``reduction_angle`` in radians and ``reduction_distance``): ``key_reduction.reduce_keys``
-        from ``blender_addon/key_reduction.py`` plugs in here; its result is kept as
-        ``BakeResult.key_reduction`` (the verification after the write measures the reduced keys).
-        Without that module the bake keeps every key and says so."""
-        try:
-            from . import key_reduction
-        except ImportError:
-            self.problem.warnings.append("Key reduction is not available in this version of the Sinew add-on; "
-                                         "every frame was keyed")
-            return None
-        return key_reduction.reduce_keys(self.ob, action, frames, keyed, root_bone=root_bone,
-                                         angle=self.settings.reduction_angle,
-                                         distance=self.settings.reduction_distance)
 
     def undo_write(self):
         """Puts back what ``write`` changed: the action assignment and slot, the fake user, the
@@ -1169,6 +1173,8 @@ def _limit_json(d):
     if swing == "cone":
         x_pos, x_neg, z_pos, z_neg = d["cone"]
         swing = {"cone": {"x_pos": x_pos, "x_neg": x_neg, "z_pos": z_pos, "z_neg": z_neg}}
+        if d.get("cone_shape") == "blender":  # Blender's IK limits (the default shape is not written)
+            swing["cone"]["shape"] = "blender"
     elif swing == "hinge":
         axis, lo, hi = d["hinge"]
         swing = {"hinge": {"axis": [float(v) for v in axis], "min": lo, "max": hi}}

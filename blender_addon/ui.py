@@ -140,6 +140,7 @@ class VIEW3D_PT_sinew(_SidebarPanel, bpy.types.Panel):
         col.operator("sinew.bake", text="Bake IK to Keyframes...", icon='ACTION')
         col.operator("sinew.restore_constraints", icon='CONSTRAINT_BONE')
         layout.operator("sinew.export_problem", icon='EXPORT')
+        layout.prop(context.scene, "sinew_show_limits")
 
 
 class VIEW3D_PT_sinew_bone(_SidebarPanel, bpy.types.Panel):

@@ -48,6 +48,7 @@ def test_export_loads_back_and_solves_to_the_same_rotations(addon, tmp_path):
     assert bones["L1"]["limit"]["twist"] == {"min": pytest.approx(-0.2), "max": pytest.approx(0.3)}
     assert bones["trunk1"]["limit"]["swing"]["cone"]["z_neg"] == pytest.approx(0.5)
     assert bones["trunk1"]["limit"]["swing"]["cone"]["x_pos"] == pytest.approx(math.pi)
+    assert bones["trunk1"]["limit"]["swing"]["cone"]["shape"] == "blender"  # Blender's IK limits keep their shape
     assert bones["trunk2"]["limit"]["stiffness"] == [0.0, pytest.approx(0.4), 0.0]  # ik_stiffness_y only, per axis
     assert bones["L0"]["parent"] == "trunk2" and bones["trunk0"]["parent"] is None
     goals = {g["bone"]: g for g in doc["goals"]}
@@ -73,6 +74,7 @@ def test_export_loads_back_and_solves_to_the_same_rotations(addon, tmp_path):
     for i, name in enumerate(rig.names):
         assert abs(np.dot(np.array(locs[name]), res.rotations[i])) > 1 - 1e-6, name
     assert sinew.Rig.from_json(text).limit("L1")["swing"] == "cone"
+    assert sinew.Rig.from_json(text).limit("trunk1")["cone_shape"] == "blender"
 
 
 def test_export_reports_errors(tmp_path):

@@ -2,7 +2,6 @@
 Blender's voice, the bake's dialog, every armature in Pose Mode, Only Selected Bones, auto-keying
 and keying sets, reports that name the goals that miss, tooltips everywhere."""
 
-import importlib.util
 import json
 import math
 import types
@@ -151,7 +150,8 @@ def test_every_operator_and_property_has_a_one_line_description_and_a_short_labe
         _check_properties(f"sinew.{op}", r.properties)
     _check_properties("SinewBoneSettings", bpy.types.PoseBone.bl_rna.properties["sinew"].fixed_type.properties)
     for struct, names in ((bpy.types.PoseBone, ["sinew"]), (bpy.types.Object, ["sinew_muted", "sinew_last_bake"]),
-                          (bpy.types.Action, ["sinew_baked", "sinew_original"])):
+                          (bpy.types.Action, ["sinew_baked", "sinew_original"]),
+                          (bpy.types.Scene, ["sinew_show_limits"])):
         _check_properties(struct.__name__, [struct.bl_rna.properties[n] for n in names])
     for cls in addon.ui.classes:
         assert len(cls.bl_label) <= 40, cls
@@ -267,13 +267,13 @@ def test_key_reduction_settings_reach_the_bake(addon, capfd):
     job = addon.pipeline.BakeJob(bpy.context, ob, 1, 10, s)
     assert (job.settings.key_reduction, job.settings.reduction_angle, job.settings.reduction_distance) == \
         (True, 0.01, 0.002)
+    assert job.reduction == (0.01, 0.002)
+    assert addon.pipeline.BakeJob(bpy.context, ob, 1, 10, addon.pipeline.Settings()).reduction is None
+    # The angle is shown in degrees and kept in radians, as Blender's angles are.
+    assert props["reduction_angle"].subtype == 'ANGLE'
     assert bpy.ops.sinew.bake(frame_start=1, frame_end=10, use_key_reduction=True) == {'FINISHED'}
     out = capfd.readouterr().out
-    if importlib.util.find_spec(addon.__name__ + ".key_reduction") is None:
-        # Until blender_addon/key_reduction.py exists, the bake keeps every key and says so.
-        assert "Key reduction is not available" in out
-        frames, _ = R.key_frames(R.fcurve(ob, 'pose.bones["b03"].rotation_quaternion', 0))
-        assert list(frames) == [float(f) for f in range(1, 11)]
+    assert "Key reduction kept" in out and "within 0.1°" in out, out
 
 
 # -- Every armature in Pose Mode, and Only Selected Bones -----------------------------------------

@@ -47,7 +47,7 @@ pub mod solver;
 pub use error::{Error, Result};
 pub use format::{LoadedProblem, ProblemFile, SolutionFile};
 pub use goal::{Goal, Pole};
-pub use limits::{ConeLimit, HingeLimit, JointLimit, Swing, TwistLimit};
+pub use limits::{ConeLimit, ConeShape, HingeLimit, JointLimit, LimitState, Swing, TwistLimit};
 pub use pose::{Frames, Pose};
 pub use problem::{Problem, RootMode, Topology};
 pub use rig::{Bone, BoneRef, CONNECTED_TOLERANCE, Rig};

@@ -91,11 +91,19 @@ class UnsupportedError(SinewError):
 class _LimitDict(TypedDict):
     swing: Literal["free", "cone", "hinge"]
     cone: tuple[float, float, float, float] | None
+    cone_shape: Literal["rotation_vector", "blender"] | None
     twist: tuple[float, float] | None
     hinge: tuple[tuple[float, float, float], float, float] | None
     locked: bool
     stiffness: float
     stiffness_axes: tuple[float, float, float]
+
+class _LimitState(TypedDict):
+    swing: tuple[float, float, float, float]
+    twist: float
+    hinge: float | None
+    swing_at_bound: bool
+    twist_at_bound: bool
 
 @final
 class Rig:
@@ -194,12 +202,34 @@ class Rig:
 
     def limit(self, bone: _Bone) -> _LimitDict:
         """The bone's limits: ``{"swing": "free"|"cone"|"hinge", "cone": (x_pos, x_neg, z_pos,
-        z_neg) | None, "twist": (min, max) | None, "hinge": ((x, y, z), min, max) | None,
-        "locked": bool, "stiffness": float (the largest), "stiffness_axes": (x, y, z)}``."""
+        z_neg) | None, "cone_shape": "rotation_vector"|"blender"|None (the plane the cone's
+        ellipses live in: ``set_cone_limit`` or ``set_cone_limit_blender``), "twist": (min, max) |
+        None, "hinge": ((x, y, z), min, max) | None, "locked": bool, "stiffness": float (the
+        largest), "stiffness_axes": (x, y, z)}``."""
 
     def limit_violation(self, bone: _Bone, rotation_wxyz: Sequence[float] | _ArrayLike) -> float:
         """How far the local rotation ``(w, x, y, z)`` is outside the bone's limit, as an angle in
         radians (0 inside). The core's ``JointLimit::violation``."""
+
+    def cone_boundary(self, bone: _Bone, segments: int = 64, rings: int = 1) -> _F64 | None:
+        """Where the bone's cone lets it point, for drawing it: unit directions (rings, segments,
+        3) in the bone's rest frame (the directions of its +Y axis turned by allowed swings).
+        Ring ``r`` is the boundary scaled by ``(r + 1) / rings`` in the cone's own plane, so the
+        last ring is the boundary and the rings around the rest direction (+Y) tile the allowed
+        region; segment ``k`` is at the angle ``2 pi k / segments`` around it, so with segments a
+        multiple of 4 the bounds about +X, +Z, -X and -Z are segments 0, n/4, n/2 and 3n/4. None
+        when the bone's swing is not a cone. The core's ``ConeLimit::boundary_directions``.
+        Raises ShapeError (segments outside [4, 65536], rings outside [1, 4096]) or
+        UnknownBoneError."""
+
+    def limit_state(
+        self, bone: _Bone, rotation_wxyz: Sequence[float] | _ArrayLike, tolerance: float = 1e-3
+    ) -> _LimitState:
+        """Where the local rotation ``(w, x, y, z)`` stands against the bone's limit: its swing
+        (wxyz; for a hinge, the rotation about the hinge axis), its twist angle about the bone's Y
+        (0 for a hinge), the hinge angle (None unless a hinge), and whether the swing and the twist
+        are at (or beyond) a bound to within ``tolerance`` radians. The core's
+        ``JointLimit::state``. Raises NonFiniteError or UnknownBoneError."""
 
     def forward_kinematics(
         self,
