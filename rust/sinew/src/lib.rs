@@ -10,7 +10,8 @@
 //! - [`limits`]: [`JointLimit`], [`ConeLimit`], [`TwistLimit`], [`HingeLimit`] (§3.7.2).
 //! - [`goal`] and [`problem`]: [`Goal`], [`Pole`], [`Problem`] and its derived [`Topology`]
 //!   (sub-bases, bones each goal moves).
-//! - [`solver`]: the [`Solver`] trait, [`SolveSettings`], [`Solution`], [`Fabrik`] and [`Dls`].
+//! - [`solver`]: the [`Solver`] trait, [`SolveSettings`], [`Solution`], [`Method`], [`Fabrik`],
+//!   and the Jacobian family: [`Dls`], [`JacobianTranspose`], [`JacobianPinv`], [`SvdDls`], [`Sdls`].
 //! - [`rotations`]: turning solved joint positions into local rotations.
 //! - [`geometry`]: shared math (shortest arcs, swing–twist, quadrant ellipse, rigid fits).
 //! - [`format`](mod@format): the JSON problem format.
@@ -50,7 +51,10 @@ pub use limits::{ConeLimit, HingeLimit, JointLimit, Swing, TwistLimit};
 pub use pose::{Frames, Pose};
 pub use problem::{Problem, RootMode, Topology};
 pub use rig::{Bone, BoneRef, CONNECTED_TOLERANCE, Rig};
-pub use solver::{Dls, Fabrik, FrameTargets, Method, SolveSettings, Solution, Solver, StopReason, solve_sequence};
+pub use solver::{
+    Dls, Fabrik, FrameTargets, JacobianPinv, JacobianTranspose, Method, Sdls, SolveSettings, Solution, Solver, StopReason, SvdDls,
+    solve_sequence,
+};
 
 /// The crate version (`CARGO_PKG_VERSION`).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

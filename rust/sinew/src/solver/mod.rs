@@ -1,18 +1,30 @@
 //! The solver interface every method implements, its settings and its result.
 //!
-//! FABRIK ([`Fabrik`], with a damped-least-squares finish) is the main method, and damped least
-//! squares ([`Dls`]) the first of the Jacobian family; CCD, triangulation, the rest of the
-//! Jacobian family and Jack-style nonlinear programming come behind the same [`Solver`] trait, on
-//! the same [`Problem`] and [`Solution`]. Shared machinery: `jacobian` (the joint-space DLS
-//! steps both use).
+//! FABRIK ([`Fabrik`], with a damped-least-squares finish) is the main method; the Jacobian
+//! family is damped least squares ([`Dls`], Levenberg–Marquardt), the transpose
+//! ([`JacobianTranspose`]), the pseudo-inverse ([`JacobianPinv`]), damped least squares through
+//! the SVD ([`SvdDls`]) and selectively damped least squares ([`Sdls`]); CCD, triangulation and
+//! Jack-style nonlinear programming come behind the same [`Solver`] trait, on the same
+//! [`Problem`] and [`Solution`]. Shared machinery: `jacobian` (the joint-space steps, their
+//! unknowns, residual rows and clamping, which every Jacobian method uses) and `explicit` (the
+//! loop of the methods that form `J` and factor it).
 
 mod dls;
+mod explicit;
 mod fabrik;
 mod jacobian;
+mod jacobian_pinv;
+mod jacobian_transpose;
 mod reference;
+mod sdls;
+mod svd_dls;
 
 pub use dls::Dls;
 pub use fabrik::Fabrik;
+pub use jacobian_pinv::JacobianPinv;
+pub use jacobian_transpose::JacobianTranspose;
+pub use sdls::Sdls;
+pub use svd_dls::SvdDls;
 
 use glam::{DQuat, DVec3};
 
@@ -208,13 +220,21 @@ pub enum Method {
     Fabrik,
     /// Damped least squares (the Jacobian family: Nilsson's thesis §2.4.3).
     Dls,
+    /// The Jacobian transpose with the report's α (TR §3.2.2, thesis §2.4.1).
+    JacobianTranspose,
+    /// The Jacobian pseudo-inverse by SVD (TR §3.2.1, §3.2.3; thesis §2.4.2, §2.4.4).
+    JacobianPinv,
+    /// Damped least squares through the SVD (TR eq. 3.27; thesis §2.4.3–2.4.4).
+    SvdDls,
+    /// Buss & Kim's selectively damped least squares (TR §3.2.6).
+    Sdls,
 }
 
 impl Method {
-    /// Every method, for listings.
-    pub const ALL: [Method; 2] = [Method::Fabrik, Method::Dls];
+    /// Every method, for listings (the C ids are `sinew_method`'s, not these positions).
+    pub const ALL: [Method; 6] = [Method::Fabrik, Method::Dls, Method::JacobianTranspose, Method::JacobianPinv, Method::SvdDls, Method::Sdls];
 
-    /// The method called `name` (`"fabrik"`, `"dls"`).
+    /// The method called `name` (`"fabrik"`, `"dls"`, `"jacobian_transpose"`, ...; any case).
     ///
     /// # Errors
     /// [`Error::UnknownMethod`] for an unknown name.
@@ -231,6 +251,10 @@ impl Method {
         match self {
             Self::Fabrik => "fabrik",
             Self::Dls => "dls",
+            Self::JacobianTranspose => "jacobian_transpose",
+            Self::JacobianPinv => "jacobian_pinv",
+            Self::SvdDls => "svd_dls",
+            Self::Sdls => "sdls",
         }
     }
 
@@ -243,6 +267,10 @@ impl Method {
         Ok(match self {
             Self::Fabrik => Box::new(Fabrik::new(settings)),
             Self::Dls => Box::new(Dls::new(settings)),
+            Self::JacobianTranspose => Box::new(JacobianTranspose::new(settings)),
+            Self::JacobianPinv => Box::new(JacobianPinv::new(settings)),
+            Self::SvdDls => Box::new(SvdDls::new(settings)),
+            Self::Sdls => Box::new(Sdls::new(settings)),
         })
     }
 }
