@@ -57,9 +57,11 @@
  * Minor version of the C ABI. It grows when functions, status codes or enum values are added.
  * 2 added reference poses (`sinew_problem_set_reference`, `sinew_problem_reference`,
  * `sinew_solver_solve_sequence_with_references`) and `sinew_solver_orientation_residuals`; 3
- * added per-axis stiffness (`sinew_rig_set_stiffness_axes`).
+ * added per-axis stiffness (`sinew_rig_set_stiffness_axes`); 4 added the methods
+ * `SINEW_METHOD_JACOBIAN_TRANSPOSE` (5), `SINEW_METHOD_JACOBIAN_PINV` (6), `SINEW_METHOD_SVD_DLS`
+ * (7) and `SINEW_METHOD_SDLS` (8).
  */
-#define SINEW_ABI_VERSION_MINOR 3
+#define SINEW_ABI_VERSION_MINOR 4
 
 /**
  * What every `sinew_*` function that can fail returns.
@@ -179,6 +181,22 @@ enum sinew_method
    * Damped least squares (the Jacobian family), from the start pose alone.
    */
   SINEW_METHOD_DLS = 1,
+  /**
+   * The Jacobian transpose, `Δθ = α Jᵀ e` with the tech report's α (since ABI 0.4).
+   */
+  SINEW_METHOD_JACOBIAN_TRANSPOSE = 5,
+  /**
+   * The Jacobian pseudo-inverse, by SVD (since ABI 0.4).
+   */
+  SINEW_METHOD_JACOBIAN_PINV = 6,
+  /**
+   * Damped least squares through the SVD, with the damping of Nilsson's thesis (since ABI 0.4).
+   */
+  SINEW_METHOD_SVD_DLS = 7,
+  /**
+   * Buss & Kim's selectively damped least squares (since ABI 0.4).
+   */
+  SINEW_METHOD_SDLS = 8,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L

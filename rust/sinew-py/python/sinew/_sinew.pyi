@@ -371,8 +371,9 @@ class Solver:
         stall_tolerance: float = 1e-7,
     ) -> Solver:
         """Args:
-            method: ``"fabrik"`` (FABRIK with a damped-least-squares finish) or ``"dls"`` (damped
-                least squares alone).
+            method: ``"fabrik"`` (FABRIK with a damped-least-squares finish), ``"dls"`` (damped
+                least squares alone), or the rest of the Jacobian family for comparison:
+                ``"jacobian_transpose"``, ``"jacobian_pinv"``, ``"svd_dls"``, ``"sdls"`` (any case).
             max_iterations: iteration cap (>= 1, at most 2**32 - 1).
             tolerance: a goal is reached within this distance (rig units, > 0).
             stall_tolerance: stop when no effector moves more than this per iteration (>= 0).
