@@ -14,10 +14,10 @@
 //!
 //! Set-ups (what the papers leave open and what is chosen here is in `docs/benchmarks.md`):
 //! - `tr_4.1`: the report's 10-joint chain (`tests/data/paper_chain10.json`, 10 × 900 mm,
-//!   tolerance 1e-3 mm) from straight, 100 targets uniform in its reach (the first 100 of the
+//!   tolerance 1e-3 mm) from straight, 1000 targets uniform in its reach (the
 //!   core bench's set), cap 10 000 iterations, no stall rule.
-//! - `tr_4.2`: 100 targets 9000.5–20 000 mm from the root; stall at 1e-3 mm per iteration.
-//! - `tr_4.5`: 100 targets inside the constrained chain's limits (FK of in-limit poses), on the
+//! - `tr_4.2`: 1000 targets 9000.5–20 000 mm from the root; stall at 1e-3 mm per iteration.
+//! - `tr_4.5`: 1000 targets inside the constrained chain's limits (FK of in-limit poses), on the
 //!   constrained chain and on the unconstrained one.
 //! - `tr_fig_4.4`: iterations against the distance from the straight chain's end to the target.
 //! - `tr_fig_4.5`: error against time on the figure 4.4 target, 6000 mm from the straight end.
@@ -509,10 +509,10 @@ fn main() {
     // TR Tables 4.1 and 4.2 (4.3 is their time per iteration).
     let tr = |stall| SolveSettings { max_iterations: 10_000, tolerance: 1e-3, stall_tolerance: stall };
     let mut rng = Rng::new(2009);
-    let reachable: Vec<Case> = (0..scale(100)).map(|_| Case { problem: with_targets(&chain10.problem, &[base + rng.in_ball(reach * 0.999)]), start: Some(chain10.pose.clone()) }).collect();
+    let reachable: Vec<Case> = (0..scale(1000)).map(|_| Case { problem: with_targets(&chain10.problem, &[base + rng.in_ball(reach * 0.999)]), start: Some(chain10.pose.clone()) }).collect();
     setups.push(run_setup("tr_4.1", "TR-632 Table 4.1 (and 4.3)", "10-joint chain, reachable targets", "chain10 (10 × 900 mm)", tr(0.0), &chain10.pose, &reachable, 1, rate));
     let mut rng = Rng::new(4);
-    let unreachable: Vec<Case> = (0..scale(100))
+    let unreachable: Vec<Case> = (0..scale(1000))
         .map(|_| Case { problem: with_targets(&chain10.problem, &[base + rng.unit() * rng.range(reach + 0.5, 20000.0)]), start: Some(chain10.pose.clone()) })
         .collect();
     setups.push(run_setup("tr_4.2", "TR-632 Table 4.2", "10-joint chain, unreachable targets", "chain10 (10 × 900 mm)", tr(1e-3), &chain10.pose, &unreachable, 1, rate));
@@ -520,7 +520,7 @@ fn main() {
     // TR Table 4.5: targets inside the constrained chain's limits, constrained and not.
     let mut rng = Rng::new(42);
     let rig = chain10_limited.problem.rig();
-    let in_limits: Vec<DVec3> = (0..scale(100))
+    let in_limits: Vec<DVec3> = (0..scale(1000))
         .map(|_| {
             let truth = Pose { rotations: rig.bones().iter().map(|b| b.limit.clamp(rng.rotation(1.2))).collect(), root_translation: DVec3::ZERO };
             rig.forward(&truth).tails[9]
@@ -587,7 +587,7 @@ fn main() {
         setups.push(run_setup(id, paper, &title, "tree of 11 unit bones", settings, &Pose::rest(tree.len()), &cases, scale(40), rate));
     }
 
-    let figure_4_4 = figure_4_4(&chain10, tr(0.0), scale(8));
+    let figure_4_4 = figure_4_4(&chain10, tr(0.0), scale(20));
     let figure_4_5 = figure_4_5(&chain10, tr(0.0));
     // Out of reach, from a bent start: the report's chain toward four targets (the tests' three
     // and one 1392 mm beyond reach), the thesis' 18-DoF chain toward its first out-of-range
