@@ -31,6 +31,7 @@
 //!   the second half of its iterations (up to 400): how many turn back.
 //!
 //! Time per iteration is time per solve over iterations, so it carries each solve's fixed cost.
+//! Every set-up is run three times over and timed by its fastest run (the machine is shared).
 //! Each is set against an estimate of the arithmetic (flops) of one iteration and this machine's
 //! rate on a plain dense kernel: the factor is how much slower than that arithmetic alone the
 //! iteration runs.
@@ -197,6 +198,9 @@ fn calibrate() -> f64 {
 // ---------------------------------------------------------------------------------------------
 // Results
 
+/// Each set-up runs this many times; its time is the fastest run's.
+const PASSES: usize = 3;
+
 #[derive(Debug, Serialize, Default)]
 struct MethodResult {
     method: String,
@@ -259,31 +263,38 @@ fn run_setup(id: &str, paper: &str, title: &str, model: &str, settings: SolveSet
         let mut r = MethodResult { method: method.name().into(), ..MethodResult::default() };
         let mut iterations = Vec::new();
         let mut errors = Vec::new();
-        let mut time = 0.0;
-        let mut start = first_start.clone();
-        'cycles: for _ in 0..cycles {
-            for case in cases {
-                if let Some(s) = &case.start {
-                    start.clone_from(s);
-                }
-                let t = Instant::now();
-                let sol = match solver.solve(&case.problem, &start) {
-                    Ok(sol) => sol,
-                    Err(e) => {
-                        r.na = Some(e.to_string());
-                        break 'cycles;
+        // Every solve is deterministic, so each pass repeats the last; the time is the fastest
+        // pass's (the machine is shared and noisy), the counts the first's.
+        let mut time = f64::INFINITY;
+        'passes: for pass in 0..PASSES {
+            let mut pass_time = 0.0;
+            let mut start = first_start.clone();
+            for _ in 0..cycles {
+                for case in cases {
+                    if let Some(s) = &case.start {
+                        start.clone_from(s);
                     }
-                };
-                let dt = t.elapsed().as_secs_f64() * 1e6;
-                time += dt;
-                iterations.push(f64::from(sol.iterations));
-                errors.push(sol.worst_residual());
-                r.reached += usize::from(sol.reached);
-                r.reached_within_2000 += usize::from(sol.reached && sol.iterations <= 2000);
-                r.settled += usize::from(matches!(sol.stop, StopReason::Stalled | StopReason::OutOfReach));
-                r.capped += usize::from(sol.stop == StopReason::IterationLimit);
-                start = sol.pose;
+                    let t = Instant::now();
+                    let sol = match solver.solve(&case.problem, &start) {
+                        Ok(sol) => sol,
+                        Err(e) => {
+                            r.na = Some(e.to_string());
+                            break 'passes;
+                        }
+                    };
+                    pass_time += t.elapsed().as_secs_f64() * 1e6;
+                    if pass == 0 {
+                        iterations.push(f64::from(sol.iterations));
+                        errors.push(sol.worst_residual());
+                        r.reached += usize::from(sol.reached);
+                        r.reached_within_2000 += usize::from(sol.reached && sol.iterations <= 2000);
+                        r.settled += usize::from(matches!(sol.stop, StopReason::Stalled | StopReason::OutOfReach));
+                        r.capped += usize::from(sol.stop == StopReason::IterationLimit);
+                    }
+                    start = sol.pose;
+                }
             }
+            time = time.min(pass_time);
         }
         if r.na.is_none() {
             r.solves = iterations.len();
