@@ -58,8 +58,9 @@
  * 2 added reference poses (`sinew_problem_set_reference`, `sinew_problem_reference`,
  * `sinew_solver_solve_sequence_with_references`) and `sinew_solver_orientation_residuals`; 3
  * added per-axis stiffness (`sinew_rig_set_stiffness_axes`); 4 added the methods
- * `SINEW_METHOD_FABRIK_CLASSIC`, `SINEW_METHOD_CCD` and `SINEW_METHOD_TRIANGULATION` (2–4) and
- * `SINEW_STATUS_UNSUPPORTED`.
+ * `SINEW_METHOD_FABRIK_CLASSIC`, `SINEW_METHOD_CCD` and `SINEW_METHOD_TRIANGULATION` (2–4),
+ * `SINEW_STATUS_UNSUPPORTED`, `SINEW_METHOD_JACOBIAN_TRANSPOSE` (5), `SINEW_METHOD_JACOBIAN_PINV`
+ * (6), `SINEW_METHOD_SVD_DLS` (7) and `SINEW_METHOD_SDLS` (8).
  */
 #define SINEW_ABI_VERSION_MINOR 4
 
@@ -201,6 +202,22 @@ enum sinew_method
    * is `SINEW_STATUS_UNSUPPORTED` when solving.
    */
   SINEW_METHOD_TRIANGULATION = 4,
+  /**
+   * The Jacobian transpose, `Δθ = α Jᵀ e` with the tech report's α (since ABI 0.4).
+   */
+  SINEW_METHOD_JACOBIAN_TRANSPOSE = 5,
+  /**
+   * The Jacobian pseudo-inverse, by SVD (since ABI 0.4).
+   */
+  SINEW_METHOD_JACOBIAN_PINV = 6,
+  /**
+   * Damped least squares through the SVD, with the damping of Nilsson's thesis (since ABI 0.4).
+   */
+  SINEW_METHOD_SVD_DLS = 7,
+  /**
+   * Buss & Kim's selectively damped least squares (since ABI 0.4).
+   */
+  SINEW_METHOD_SDLS = 8,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L

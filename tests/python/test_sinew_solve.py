@@ -222,6 +222,21 @@ def test_an_unknown_method_lists_every_method():
         sinew.Solver("newton")
 
 
+@pytest.mark.parametrize("method", ["jacobian_transpose", "jacobian_pinv", "svd_dls", "sdls"])
+def test_the_jacobian_family_is_selectable_by_name(method):
+    rig = y_shape()
+    goals = [sinew.Goal("arm2.L", (2.5, 0.3, 4.0)), sinew.Goal("arm2.R", (-2.0, -0.5, 4.5))]
+    solver = sinew.Solver(method, max_iterations=2000)
+    assert solver.method == method
+    assert sinew.Solver(method.upper()).method == method
+    sol = solver.solve(rig, goals)
+    _, tails, _ = rig.forward_kinematics(sol.rotations)
+    for g, r in zip(goals, sol.residuals):
+        assert np.linalg.norm(tails[rig.index(g.bone)] - g.target) == pytest.approx(r, abs=1e-9)
+    assert sol.reached, (method, sol.stop_reason, sol.residuals)
+    assert_bone_lengths_kept(rig, sol.rotations)
+
+
 def circle_targets(frames: int, radius: float = 3.0, height: float = 6.0) -> np.ndarray:
     t = np.linspace(0, 2 * np.pi, frames)
     return np.stack([radius * np.cos(t), radius * np.sin(t), height + 0.5 * np.sin(3 * t)], axis=1)

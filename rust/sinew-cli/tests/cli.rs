@@ -239,7 +239,7 @@ fn bad_command_lines_exit_2_with_a_hint() {
         (vec![], "no command given"),
         (vec!["frobnicate"], "unknown command \"frobnicate\""),
         (vec!["solve"], "solve needs a problem file"),
-        (vec!["solve", g, "--method", "newton"], "unknown method \"newton\"; available: fabrik, dls, fabrik_classic, ccd, triangulation"),
+        (vec!["solve", g, "--method", "newton"], "unknown method \"newton\"; available: fabrik, dls, fabrik_classic, ccd, triangulation, jacobian_transpose, jacobian_pinv, svd_dls, sdls"),
         (vec!["solve", g, "--method"], "--method needs a method name"),
         (vec!["solve", g, "--iterations", "many"], "not a whole number"),
         (vec!["solve", g, "--iterations", "0"], "max_iterations"),
@@ -281,7 +281,8 @@ fn extreme_numbers_are_refused_or_solved_finite() {
     }
     let oriented = format!("{}\"target\": [0.1, 0.2, 0.5], \"orientation\": [1e300, 0, 1e300, 0]{}", &chain[..goal_start], &chain[goal_end..]);
     let p = scratch("huge_orientation", &oriented);
-    for method in ["fabrik", "dls", "fabrik_classic", "ccd"] {
+    // (Every method but triangulation, which refuses orientation goals: below.)
+    for method in sinew::Method::ALL.map(sinew::Method::name).into_iter().filter(|&m| m != "triangulation") {
         let o = sinew(&["solve", p.to_str().unwrap(), "--method", method]);
         assert!(o.status.success(), "{}", stderr(&o));
         let text = stdout(&o);
@@ -377,4 +378,29 @@ fn bad_references_are_problem_errors() {
     assert_fails(&sinew(&["solve", zero.to_str().unwrap()]), 1, &["reference", "link0"]);
     let typo = scratch("typo_reference", &chain_with([0.45, 0.2, 0.6], None, Some("{\"rotation\": []}")));
     assert_fails(&sinew(&["solve", typo.to_str().unwrap()]), 1, &["rotation"]);
+}
+
+/// Every method is selectable by `--method` and by the problem file's `settings.method`, and the
+/// solution names it and matches the core's solve.
+#[test]
+fn every_method_is_selectable_by_flag_and_by_file() {
+    let chain = chain_text();
+    for method in sinew::Method::ALL {
+        let name = method.name();
+        let o = sinew(&["solve", data("ffi_chain10.json").to_str().unwrap(), "--method", name, "--iterations", "3000"]);
+        assert!(o.status.success(), "{name}: {}", stderr(&o));
+        let sol: SolutionFile = serde_json::from_str(&stdout(&o)).unwrap();
+        assert_eq!(sol.method, method);
+        assert!(stdout(&o).contains(&format!("\"method\": \"{name}\"")), "{name}: {}", stdout(&o));
+        let in_file = chain.replace("\"method\": \"fabrik\", \"max_iterations\": 100", &format!("\"method\": \"{name}\", \"max_iterations\": 3000"));
+        assert_ne!(in_file, chain);
+        let p = scratch(&format!("method_{name}"), &in_file);
+        let o = sinew(&["solve", p.to_str().unwrap()]);
+        assert!(o.status.success(), "{name}: {}", stderr(&o));
+        let from_file: SolutionFile = serde_json::from_str(&stdout(&o)).unwrap();
+        assert_eq!(from_file.method, method);
+        let core = core_solution(&p, |_| {});
+        assert_eq!(from_file.iterations, core.iterations, "{name}");
+        assert!(core.reached, "{name}: {:?}", core.residuals);
+    }
 }

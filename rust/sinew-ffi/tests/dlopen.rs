@@ -824,7 +824,10 @@ fn versions_and_names(api: &Api) {
     assert_eq!(cstr(unsafe { api.sinew_status_name(18) }), "SINEW_STATUS_UNSUPPORTED");
     assert_eq!(cstr(unsafe { api.sinew_status_name(9999) }), "SINEW_STATUS_UNKNOWN");
     assert_eq!(cstr(unsafe { api.sinew_method_name(0) }), "fabrik");
-    for (id, name) in ["fabrik", "dls", "fabrik_classic", "ccd", "triangulation"].into_iter().enumerate() {
+    for (id, name) in ["fabrik", "dls", "fabrik_classic", "ccd", "triangulation", "jacobian_transpose", "jacobian_pinv", "svd_dls", "sdls"]
+        .into_iter()
+        .enumerate()
+    {
         assert_eq!(cstr(unsafe { api.sinew_method_name(id as u32) }), name);
     }
     assert!(unsafe { api.sinew_method_name(sinew_core::Method::ALL.len() as u32) }.is_null());
@@ -1008,9 +1011,9 @@ fn misuse_is_reported(api: &Api) {
 
         // Solvers: settings validation, no solution yet, wrong start lengths, small buffers.
         let mut solver: *mut sinew_solver = std::ptr::dangling_mut();
-        let mut st = sinew_settings { method: 7, max_iterations: 10, tolerance: 1e-3, stall_tolerance: 0.0 };
+        let mut st = sinew_settings { method: 99, max_iterations: 10, tolerance: 1e-3, stall_tolerance: 0.0 };
         let msg = api.expect(api.sinew_solver_new(&st, &mut solver), sinew_status::InvalidSetting);
-        assert!(msg.contains("method 7"), "{msg}");
+        assert!(msg.contains("method 99"), "{msg}");
         assert!(solver.is_null());
         st.method = 0;
         st.tolerance = -1.0;

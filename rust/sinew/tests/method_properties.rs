@@ -362,6 +362,18 @@ fn goal_error(problem: &Problem, pose: &Pose) -> f64 {
     problem.goals().iter().map(|g| g.weight * (f.effector(g.bone, g.use_tail) - g.target).length_squared()).sum()
 }
 
+/// The transpose and the pseudo-inverse take every step the papers give them, kept or not: the
+/// transpose's α overshoots where the goals curve, the pseudo-inverse does not settle out of reach
+/// (as both papers found; docs/benchmarks.md §7). Only the contract is asserted for them.
+fn full_steps(method: Method) -> bool {
+    matches!(method, Method::JacobianTranspose | Method::JacobianPinv)
+}
+
+/// The Jacobian family: steps from the start's Jacobian, a pole on a shared chain as a row.
+fn jacobian_family(method: Method) -> bool {
+    matches!(method, Method::Dls | Method::JacobianTranspose | Method::JacobianPinv | Method::SvdDls | Method::Sdls)
+}
+
 proptest! {
     #![proptest_config(config(96))]
 
@@ -427,12 +439,12 @@ proptest! {
             }
         }
         b.problem.set_reference(None).unwrap();
-        // `fabrik` and `dls` keep a pole on a shared chain at every step, an objective of its own
-        // that may trade distance for swivel: they get the problem without poles.
+        // `fabrik` and the Jacobian family keep a pole on a shared chain at every step (a residual
+        // row of its own) that may trade distance for swivel: they get the problem without poles.
         let goals = b.problem.goals().iter().map(|g| Goal { pole: None, ..*g }).collect();
         let without_poles = Problem::new(b.problem.rig().clone(), goals, b.problem.root()).unwrap();
         for method in Method::ALL {
-            let problem = if matches!(method, Method::Fabrik | Method::Dls) { &without_poles } else { &b.problem };
+            let problem = if jacobian_family(method) || method == Method::Fabrik { &without_poles } else { &b.problem };
             match solve_within_contract(method, problem, &b.start, settings()) {
                 Err(e) => prop_assert!(false, "{e}"),
                 Ok(None) => {}
@@ -481,8 +493,13 @@ proptest! {
                 Ok(None) => { prop_assert!(false, "{} refused a free chain", method.name()); unreachable!() }
                 Err(e) => { prop_assert!(false, "{e}"); unreachable!() }
             };
-            if method == Method::Dls {
-                prop_assert!(goal_error(&problem, &sol.pose) <= goal_error(&problem, &start) * (1.0 + 1e-9) + 1e-18);
+            if full_steps(method) {
+                continue;
+            }
+            if jacobian_family(method) {
+                // Local: only "no farther than it started" (the family's reach rates are measured
+                // in tests/jacobian_methods.rs and docs/benchmarks.md §7).
+                prop_assert!(goal_error(&problem, &sol.pose) <= goal_error(&problem, &start) * (1.0 + 1e-9) + 1e-18, "{}", method.name());
                 continue;
             }
             if !sol.reached && matches!(method, Method::FabrikClassic | Method::Ccd) {
@@ -533,8 +550,13 @@ proptest! {
                 Ok(None) => { prop_assert!(false, "{} refused a free chain", method.name()); unreachable!() }
                 Err(e) => { prop_assert!(false, "{e}"); unreachable!() }
             };
-            if matches!(method, Method::Ccd | Method::Dls) {
-                prop_assert!(goal_error(&problem, &sol.pose) <= goal_error(&problem, &start) * (1.0 + 1e-9));
+            if full_steps(method) {
+                continue;
+            }
+            if method == Method::Ccd || jacobian_family(method) {
+                // Local methods: no farther than they started (the one-pass straightening is
+                // FABRIK's and triangulation's).
+                prop_assert!(goal_error(&problem, &sol.pose) <= goal_error(&problem, &start) * (1.0 + 1e-9), "{} ended farther than it started", method.name());
                 continue;
             }
             prop_assert_eq!((sol.stop, sol.iterations), (StopReason::OutOfReach, 1), "{}", method.name());
@@ -679,7 +701,7 @@ fn unsupported_set_ups_are_typed_errors() {
 /// Names: every method is found by its name, in any case, and lists itself.
 #[test]
 fn every_method_is_found_by_name() {
-    assert_eq!(Method::ALL.map(Method::name), ["fabrik", "dls", "fabrik_classic", "ccd", "triangulation"]);
+    assert_eq!(Method::ALL.map(Method::name), ["fabrik", "dls", "fabrik_classic", "ccd", "triangulation", "jacobian_transpose", "jacobian_pinv", "svd_dls", "sdls"]);
     for method in Method::ALL {
         assert_eq!(Method::from_name(method.name()).unwrap(), method);
         assert_eq!(Method::from_name(&method.name().to_uppercase()).unwrap(), method);

@@ -409,7 +409,9 @@ class Solver:
             method: ``"fabrik"`` (FABRIK with a damped-least-squares finish), ``"dls"`` (damped
                 least squares alone), ``"fabrik_classic"`` (the tech report's FABRIK as written),
                 ``"ccd"`` (cyclic coordinate descent) or ``"triangulation"`` (law of cosines, one
-                pass; one position goal on one chain, else UnsupportedError when solving).
+                pass; one position goal on one chain, else UnsupportedError when solving), or the
+                rest of the Jacobian family for comparison: ``"jacobian_transpose"``,
+                ``"jacobian_pinv"``, ``"svd_dls"``, ``"sdls"`` (any case).
             max_iterations: iteration cap (>= 1, at most 2**32 - 1).
             tolerance: a goal is reached within this distance (rig units, > 0).
             stall_tolerance: stop when no effector moves more than this per iteration (>= 0).

@@ -220,7 +220,11 @@ impl DlsSteps {
         self.run(problem, pose, fk, tolerance, max_iterations)
     }
 
-    fn run(&mut self, problem: &Problem, pose: &mut Pose, fk: Option<&Frames>, tolerance: f64, max_iterations: u32) -> DlsOutcome {
+    /// Sets a run up at `pose` (inside every limit; `fk` its forward kinematics when the caller
+    /// has it): the joints and residual rows of `problem`, the twist each swinging bone keeps
+    /// (the reference's, or `pose`'s), nothing blocked, the frames and residual of `pose`.
+    /// Returns the number of residual rows and `|r|²`.
+    fn begin(&mut self, problem: &Problem, pose: &Pose, fk: Option<&Frames>) -> (usize, f64) {
         let rig = problem.rig();
         self.collect_joints(problem);
         // The twist each bone keeps: its reference's, or its start's.
@@ -235,7 +239,7 @@ impl DlsSteps {
             v.resize(m, 0.0);
         }
         self.layout_gram(problem, m);
-        let mut error = match fk {
+        let error = match fk {
             Some(fk) => {
                 // The caller's frames must be `Rig::forward` of `pose` to the bit (the solution's
                 // residuals are reported from them); checked in debug builds, in scratch space.
@@ -249,6 +253,11 @@ impl DlsSteps {
             }
             None => evaluate(problem, &self.tree_poles, pose, &mut self.frames, &mut self.residual),
         };
+        (m, error)
+    }
+
+    fn run(&mut self, problem: &Problem, pose: &mut Pose, fk: Option<&Frames>, tolerance: f64, max_iterations: u32) -> DlsOutcome {
+        let (m, mut error) = self.begin(problem, pose, fk);
         if self.joints.is_empty() || m == 0 {
             return DlsOutcome { iterations: 0, reached: self.all_reached(problem, tolerance) };
         }
@@ -887,6 +896,98 @@ impl DlsSteps {
     }
 }
 
+/// The Jacobian written out, for the methods that factor it (the transpose, pseudo-inverse, SVD-DLS
+/// and SDLS solvers, `super::explicit`): the same unknowns, rows, limits and clamping loop as the
+/// damped-least-squares steps above, with `J` formed densely and each step given as `Δθ = Jᵀ y`
+/// (every method of the family steps within `J`'s row space, so a step is its `y`).
+impl DlsSteps {
+    /// Sets the steps up for `problem` at `pose` (inside every limit) with no reference: swinging
+    /// bones keep `pose`'s twist. Returns the number of residual rows `m`.
+    pub(super) fn start_explicit(&mut self, problem: &Problem, pose: &Pose) -> usize {
+        self.reference = None;
+        self.begin(problem, pose, None).0
+    }
+
+    /// `J` at the current pose, column-major `m × n` into `jac`, and returns `n`, the number of
+    /// unknowns (each bone's axes in joint order, then the root's three translations when it is
+    /// free: [`DlsSteps::translates_root`]). Row `i` is the derivative of residual row `i`
+    /// ([`DlsSteps::residual_rows`], target minus effector) along each unknown, negated: a step
+    /// `Δθ` moves the residual by `−J Δθ` to first order. Column `c` of a bone is `a_c × lever`
+    /// on a goal's position rows and `spin · a_c` on its orientation rows (thesis eq. A-16; the
+    /// levers carry the gain and `√weight`).
+    pub(super) fn dense_jacobian(&mut self, problem: &Problem, jac: &mut Vec<f64>) -> usize {
+        self.linearize(problem);
+        let m = self.residual.len();
+        let n: usize = self.joints.iter().map(|j| j.count).sum();
+        jac.clear();
+        jac.resize(m * n, 0.0);
+        let mut col = 0;
+        for (j, joint) in self.joints.iter().enumerate() {
+            let links = &self.links[self.reach_start[j]..self.reach_start[j + 1]];
+            let poles = &self.pole_links[self.pole_start[j]..self.pole_start[j + 1]];
+            for c in 0..joint.count {
+                let column = &mut jac[(col + c) * m..(col + c + 1) * m];
+                for l in links {
+                    let (position, rotation) = match joint.bone {
+                        // The root's translation moves a goal's position rows along each axis.
+                        None => (DVec3::AXES[c] * l.lever.x, None),
+                        Some(_) => (joint.axes[c].cross(l.lever), l.spin.map(|s| joint.axes[c] * s)),
+                    };
+                    column[l.row..l.row + 3].copy_from_slice(&position.to_array());
+                    if let Some(r) = rotation {
+                        column[l.row + 3..l.row + 6].copy_from_slice(&r.to_array());
+                    }
+                }
+                for p in poles {
+                    column[p.row] = p.per_axis[c];
+                }
+            }
+            col += joint.count;
+        }
+        n
+    }
+
+    /// The residual rows at the current pose: per goal `√weight · (target − effector)`, then
+    /// its orientation's three rows if it has one; then one row per pole kept in a tree.
+    pub(super) fn residual_rows(&self) -> &[f64] {
+        &self.residual
+    }
+
+    /// Whether the last three unknowns are the root's translation (in rig units; every other
+    /// unknown is a turn in radians).
+    pub(super) fn translates_root(&self) -> bool {
+        self.joints.last().is_some_and(|j| j.bone.is_none())
+    }
+
+    /// Tries the step `Δθ = Jᵀ y` from `pose` (whose frames and residual are the current ones):
+    /// each bone turned and clamped to its limit as every step is (the clamp's direction blocked
+    /// for the next steps). Returns the trial's `|r|²` and the largest change of a residual row;
+    /// [`DlsSteps::accept_trial`] moves `pose` there.
+    pub(super) fn try_step(&mut self, problem: &Problem, pose: &Pose, y: &[f64]) -> (f64, f64) {
+        self.rhs.copy_from_slice(y);
+        let mut trial = std::mem::take(&mut self.trial);
+        trial.rotations.clone_from(&pose.rotations);
+        trial.root_translation = pose.root_translation;
+        self.apply_step(problem, pose, &mut trial, 0.0, false);
+        let error = evaluate(problem, &self.tree_poles, &trial, &mut self.trial_frames, &mut self.trial_residual);
+        self.trial = trial;
+        let moved = self.residual.iter().zip(&self.trial_residual).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        (error, moved)
+    }
+
+    /// `pose` becomes the last [`DlsSteps::try_step`]'s trial, with its frames and residual.
+    pub(super) fn accept_trial(&mut self, pose: &mut Pose) {
+        std::mem::swap(pose, &mut self.trial);
+        std::mem::swap(&mut self.frames, &mut self.trial_frames);
+        std::mem::swap(&mut self.residual, &mut self.trial_residual);
+    }
+
+    /// Every goal of the current pose within `tolerance` (and every tree pole kept).
+    pub(super) fn reached(&self, problem: &Problem, tolerance: f64) -> bool {
+        self.all_reached(problem, tolerance)
+    }
+}
+
 /// The share of a per-axis gain that a turn about `local_axis` (in the bone's own frame, any
 /// length) gets, with `ratios` each local axis's gain over the largest: `1 / |(u_c / ratio_c)|`
 /// for the unit axis `u`, so the metric `Σ_c (θ u_c / ratio_c)²` of a turn `θ u` is `(θ / scale)²`.
@@ -1251,6 +1352,41 @@ mod tests {
                     assert!(angle_between(got, expected) < 1e-9, "bone {b}: turned {got:?}, finite differences give {expected:?}");
                 }
             }
+        }
+    }
+
+    /// The dense `J` the factoring methods use is the implicit one of the steps: `J Jᵀ` equals
+    /// the Gram matrix block by block, and a step `Jᵀ y` through [`DlsSteps::try_step`] turns
+    /// the bones as the steps' own `apply_step` does.
+    #[test]
+    fn the_dense_jacobian_is_the_steps_jacobian() {
+        let (problem, pose) = torso();
+        let mut steps = DlsSteps::default();
+        let m = steps.start_explicit(&problem, &pose);
+        assert_eq!(m, 6 + 3 + 3 + 1);
+        let mut jac = Vec::new();
+        let n = steps.dense_jacobian(&problem, &mut jac);
+        assert_eq!(n, steps.joints.iter().map(|j| j.count).sum::<usize>());
+        assert!(steps.translates_root());
+        steps.gram_into();
+        for i in 0..m {
+            for j in 0..=i {
+                let dense: f64 = (0..n).map(|c| jac[c * m + i] * jac[c * m + j]).sum();
+                let got = steps.gram.get(i, j);
+                assert!((got - dense).abs() < 1e-12 * (1.0 + dense.abs()), "J Jᵀ[{i}][{j}] = {got}, dense {dense}");
+            }
+        }
+        // A small step: the residual moves by −J Jᵀ y to first order.
+        let y: Vec<f64> = (0..m).map(|i| 1e-6 * ((i as f64 * 0.7).cos())).collect();
+        let before = steps.residual_rows().to_vec();
+        steps.try_step(&problem, &pose, &y);
+        let mut after = pose.clone();
+        steps.accept_trial(&mut after);
+        let jty: Vec<f64> = (0..n).map(|c| (0..m).map(|i| jac[c * m + i] * y[i]).sum()).collect();
+        for i in 0..m {
+            let predicted: f64 = -(0..n).map(|c| jac[c * m + i] * jty[c]).sum::<f64>();
+            let moved = steps.residual_rows()[i] - before[i];
+            assert!((moved - predicted).abs() < 1e-3 * predicted.abs().max(1e-9), "row {i}: moved {moved:e}, J Jᵀ y predicts {predicted:e}");
         }
     }
 
