@@ -46,6 +46,15 @@ class Recorder:
         pass
 
 
+def select(pb, value):
+    """Selects a pose bone: ``PoseBone.select`` from Blender 5.0, ``Bone.select`` before."""
+    if hasattr(pb, "select"):
+        pb.select = value
+    else:
+        pb.bone.select = value
+
+
+
 def draw_into(fn, context, **attrs):
     log = []
     fn(types.SimpleNamespace(layout=Recorder(log), **attrs), context)
@@ -173,7 +182,7 @@ def test_export_file_browser_shows_only_options_that_change_the_file(tmp_path):
     R.set_goal(ob, "R2", R.add_empty("TR", (-1.0, -0.2, 2.0)))
     R.activate(ob)
     for pb in ob.pose.bones:
-        pb.select = pb.name == "L2"
+        select(pb, pb.name == "L2")
 
     def export(**kw):
         path = tmp_path / f"p{len(list(tmp_path.iterdir()))}.json"
@@ -376,13 +385,13 @@ def _branch_with_two_goals():
     R.activate(ob)
     bpy.ops.object.mode_set(mode='POSE')
     for pb in ob.pose.bones:
-        pb.select = False
+        select(pb, False)
     return ob, tl, tr
 
 
 def test_only_selected_bones_solves_the_selected_goals_only():
     ob, tl, tr = _branch_with_two_goals()
-    ob.pose.bones["L2"].select = True
+    select(ob.pose.bones["L2"], True)
     assert bpy.ops.sinew.solve(only_selected=True, use_keyframes=True) == {'FINISHED'}
     assert (R.world_tail(ob, "L2") - tl.location).length < TOL
     for name in ("R0", "R1", "R2"):  # the other goal's own bones did not move
@@ -399,7 +408,7 @@ def test_only_selected_bones_counts_the_bone_with_the_ik_constraint_and_its_effe
     R.activate(ob)
     bpy.ops.object.mode_set(mode='POSE')
     for pb in ob.pose.bones:
-        pb.select = pb.name == selected
+        select(pb, pb.name == selected)
     assert bpy.ops.sinew.solve(only_selected=True) == {'FINISHED'}
     assert "Sinew: 1 goal reached" in capfd.readouterr().out  # the goal was solved
     assert ob.pose.bones["b01"].rotation_quaternion.angle > 1e-3
@@ -407,7 +416,7 @@ def test_only_selected_bones_counts_the_bone_with_the_ik_constraint_and_its_effe
 
 def test_only_selected_bones_without_a_selected_goal_says_so():
     ob, tl, tr = _branch_with_two_goals()
-    ob.pose.bones["trunk0"].select = True
+    select(ob.pose.bones["trunk0"], True)
     with pytest.raises(RuntimeError, match="no selected bone has an IK goal"):
         bpy.ops.sinew.solve(only_selected=True)
     with pytest.raises(RuntimeError, match="no selected bone has an IK goal"):
@@ -425,7 +434,7 @@ def test_bake_only_selected_bones_keys_the_selected_goals_chains_and_mutes_their
     R.activate(ob)
     bpy.ops.object.mode_set(mode='POSE')
     for pb in ob.pose.bones:
-        pb.select = pb.name == "R2"
+        select(pb, pb.name == "R2")
     assert bpy.ops.sinew.bake(only_selected=True, frame_start=1, frame_end=4) == {'FINISHED'}
     assert R.fcurve(ob, 'pose.bones["R0"].rotation_quaternion', 0) is not None
     assert R.fcurve(ob, 'pose.bones["L0"].rotation_quaternion', 0) is None
