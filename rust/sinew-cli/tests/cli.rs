@@ -296,7 +296,7 @@ fn solve_falls_back_to_the_reference_and_reports_orientation_residuals() {
     let lp = Problem::from_json(&chain_text()).unwrap();
     let n = lp.problem.rig().len();
     let bend: Vec<glam::DQuat> = (0..n).map(|i| glam::DQuat::from_rotation_x(0.12 + 0.01 * i as f64)).collect();
-    let reference = sinew::Pose { rotations: bend.clone(), root_translation: glam::DVec3::ZERO };
+    let reference = sinew::Pose::new(bend.clone(), glam::DVec3::ZERO);
     let tail = lp.problem.rig().forward(&reference).tails[n - 1].to_array();
     let rotations: Vec<[f64; 4]> = bend.iter().map(|q| [q.w, q.x, q.y, q.z]).collect();
     let ref_json = format!("{{\"rotations\": {rotations:?}}}");

@@ -609,7 +609,7 @@ fn references_match_the_core(api: &Api) {
     assert!(!has, "no reference in the file");
     let plain = lp.method.solver(lp.settings).unwrap().solve(&lp.problem, &lp.pose).unwrap();
 
-    let reference = Pose { rotations: bent_pose(n, 0.0).iter().map(|q| *q * 2.0).collect(), root_translation: DVec3::new(0.0, 0.1, 0.0) };
+    let reference = Pose { rotations: bent_pose(n, 0.0).iter().map(|q| *q * 2.0).collect(), root_translation: DVec3::new(0.0, 0.1, 0.0), scales: Vec::new() };
     let flat = flat_wxyz(&reference.rotations);
     api.ok(unsafe { api.sinew_problem_set_reference(problem, flat.as_ptr(), flat.len(), reference.root_translation.to_array().as_ptr()) });
     lp.problem.set_reference(Some(&reference)).unwrap();
@@ -760,7 +760,7 @@ fn references_match_the_core(api: &Api) {
     let refs: Vec<Vec<glam::DQuat>> = (0..frames).map(|f| bent_pose(n, 0.04 * f as f64)).collect();
     let targets: Vec<f64> = refs
         .iter()
-        .flat_map(|r| lp.problem.rig().forward(&Pose { rotations: r.clone(), root_translation: DVec3::ZERO }).tails[n - 1].to_array())
+        .flat_map(|r| lp.problem.rig().forward(&Pose { rotations: r.clone(), root_translation: DVec3::ZERO, scales: Vec::new() }).tails[n - 1].to_array())
         .collect();
     let flat_r: Vec<f64> = refs.iter().flat_map(|r| flat_wxyz(r)).collect();
     let problem = api.problem_from_file(&path);

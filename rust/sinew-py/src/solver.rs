@@ -94,6 +94,7 @@ fn read_reference(
         (r, t) => Some(Pose {
             rotations: r.map_or_else(|| vec![DQuat::IDENTITY; n], |r| quats_from_wxyz(&r)),
             root_translation: t.unwrap_or(DVec3::ZERO),
+            scales: Vec::new(),
         }),
     };
     Ok(())

@@ -47,7 +47,7 @@ pub use error::{Error, Result};
 pub use format::{LoadedProblem, ProblemFile, SolutionFile};
 pub use goal::{Goal, Pole};
 pub use limits::{ConeLimit, HingeLimit, JointLimit, Swing, TwistLimit};
-pub use pose::{Frames, Pose};
+pub use pose::{Frames, MAX_SCALE, MIN_SCALE, Pose};
 pub use problem::{Problem, RootMode, Topology};
 pub use rig::{Bone, BoneRef, CONNECTED_TOLERANCE, Rig};
 pub use solver::{Dls, Fabrik, FrameTargets, Method, SolveSettings, Solution, Solver, StopReason, solve_sequence};

@@ -37,7 +37,7 @@ use glam::DQuat;
 
 use crate::geometry::{angle_between, from_rotation_vector, renormalize, rotation_vector, swing_twist_y};
 use crate::limits::Swing;
-use crate::pose::{Frames, Pose};
+use crate::pose::{Frames, MAX_SCALE, MIN_SCALE, Pose};
 use crate::problem::{Problem, RootMode};
 
 /// Levenberg–Marquardt damping at the start, relative to the Gram matrix's largest diagonal.
@@ -80,10 +80,16 @@ const SETTLED: f64 = 2e-8;
 const SETTLED_NEAR: f64 = 1e-6;
 
 /// The unknowns of one bone (a turn about up to three world axes through its head, scaled by
-/// `gain`), or of the root's translation (`bone: None`, the three world axes).
+/// `gain`), of the root's translation (`bone: None`, the three world axes), or of a stretchy
+/// bone's length (`stretch`: one unknown).
 #[derive(Debug, Clone, Copy)]
 struct Joint {
     bone: Option<usize>,
+    /// For a bone's length (see [`stretch_gain`]): `k`, its tree's extent over its rest length,
+    /// so that a step `x` on this unknown changes the bone's length scale by `gain · k · x` (its
+    /// length by `gain · x` times the tree's extent, as Blender's IK measures a stretch in a tree
+    /// scaled to unit size). `None` for a turn or the root's translation.
+    stretch: Option<f64>,
     /// `1 − stiffness` (the largest of the bone's axes', for per-axis stiffness).
     gain: f64,
     /// Per-axis stiffness: each local axis's `1 − stiffness` over `gain` (X, Y, Z); `None` when
@@ -167,6 +173,8 @@ pub(crate) struct DlsSteps {
     /// How near their limit the steps toward the reference stop ([`SETTLED`] or
     /// [`SETTLED_NEAR`]).
     settled: f64,
+    /// Whether stretchy bones keep their lengths ([`DlsSteps::set_rigid`]).
+    rigid: bool,
 }
 
 /// What a damped-least-squares run did.
@@ -180,6 +188,12 @@ pub(crate) struct DlsOutcome {
 }
 
 impl DlsSteps {
+    /// With `rigid`, the steps keep every bone's length (the stretchy bones' lengths are not
+    /// unknowns): FABRIK's own passes use them so, and stretch only in their finish.
+    pub(crate) fn set_rigid(&mut self, rigid: bool) {
+        self.rigid = rigid;
+    }
+
     /// Refines `pose` (inside every limit; locked bones keep their rotations in it) toward the
     /// goals for at most `max_iterations` steps; `pose` only ever gets better (lower weighted
     /// squared residual). Stops when every goal is within `tolerance`, or at a local
@@ -212,6 +226,7 @@ impl DlsSteps {
         let mut r = self.reference.take().unwrap_or_default();
         r.rotations.clone_from(&reference.rotations);
         r.root_translation = reference.root_translation;
+        r.scales.clone_from(&reference.scales);
         self.reference = Some(r);
         self.run(problem, pose, fk, tolerance, max_iterations)
     }
@@ -219,6 +234,10 @@ impl DlsSteps {
     fn run(&mut self, problem: &Problem, pose: &mut Pose, fk: Option<&Frames>, tolerance: f64, max_iterations: u32) -> DlsOutcome {
         let rig = problem.rig();
         self.collect_joints(problem);
+        if !problem.topology().stretchy.is_empty() && !self.rigid && pose.scales.is_empty() {
+            // Lengths are unknowns: one scale per bone (the same forward kinematics).
+            pose.scales.resize(rig.len(), 1.0);
+        }
         // The twist each bone keeps: its reference's, or its start's.
         let twists = self.reference.as_ref().map_or(&pose.rotations, |r| &r.rotations);
         self.kept_twist.clear();
@@ -306,6 +325,7 @@ impl DlsSteps {
             // Field by field: the derived `Pose::clone_from` would allocate anew.
             trial.rotations.clone_from(&pose.rotations);
             trial.root_translation = pose.root_translation;
+            trial.scales.clone_from(&pose.scales);
             let mut largest_turn = self.apply_step(problem, pose, &mut trial, pull_now, false);
             if largest_turn > MAX_TURN {
                 // A long step leaves the linearisation far behind and wanders from the least
@@ -324,6 +344,7 @@ impl DlsSteps {
                 let mut corrected = std::mem::take(&mut self.corrected);
                 corrected.rotations.clone_from(&trial.rotations);
                 corrected.root_translation = trial.root_translation;
+                corrected.scales.clone_from(&trial.scales);
                 self.apply_step(problem, &trial, &mut corrected, 0.0, true);
                 trial_error = evaluate(problem, &self.tree_poles, &corrected, &mut self.trial_frames, &mut self.trial_residual);
                 std::mem::swap(&mut trial, &mut corrected);
@@ -394,6 +415,10 @@ impl DlsSteps {
         self.joints
             .iter()
             .map(|j| match j.bone {
+                Some(b) if j.stretch.is_some() => {
+                    let k = j.stretch.unwrap_or(1.0);
+                    ((reference.scale(b) - pose.scale(b)) / (j.gain * k)).powi(2)
+                }
                 Some(b) if self.swings(rig, b, j) => {
                     let Some(r) = j.ratios else {
                         // Swing only: the angle between the bone's direction and the reference's.
@@ -425,6 +450,12 @@ impl DlsSteps {
         let rig = problem.rig();
         self.toward.clear();
         for joint in &self.joints {
+            if let (Some(b), Some(k)) = (joint.bone, joint.stretch) {
+                // A length: the scale change to the reference's, and its coordinate.
+                let d = reference.scale(b) - pose.scale(b);
+                self.toward.push((DVec3::X * d, [d / (joint.gain * k), 0.0, 0.0]));
+                continue;
+            }
             let (turn, gain) = match joint.bone {
                 // world · local⁻¹ · ref = exp(world · rotvec(local⁻¹ · ref)) · world.
                 Some(b) => (self.frames.rotations[b] * rotation_vector(pose.rotations[b].conjugate() * reference.rotations[b]), joint.gain),
@@ -473,6 +504,15 @@ impl DlsSteps {
     fn subtract_j_toward(&mut self, pull: f64) {
         for (j, joint) in self.joints.iter().enumerate() {
             let (turn, coords) = self.toward[j];
+            if joint.stretch.is_some() {
+                let x = coords[0] * pull;
+                for l in &self.links[self.reach_start[j]..self.reach_start[j + 1]] {
+                    for c in 0..3 {
+                        self.rhs[l.row + c] -= l.lever[c] * x;
+                    }
+                }
+                continue;
+            }
             let x = match joint.bone {
                 Some(_) => turn / joint.gain * pull,
                 None => turn * pull,
@@ -508,7 +548,7 @@ impl DlsSteps {
         let rig = problem.rig();
         let topo = problem.topology();
         let goals = problem.goals();
-        let unknown = |bone: Option<usize>, gain: f64, ratios: Option<[f64; 3]>| Joint { bone, gain, ratios, scales: [1.0; 3], axes: DVec3::AXES, count: 3, world_axes: true };
+        let unknown = |bone: Option<usize>, gain: f64, ratios: Option<[f64; 3]>| Joint { bone, stretch: None, gain, ratios, scales: [1.0; 3], axes: DVec3::AXES, count: 3, world_axes: true };
         // Toward a reference, a bone's turn counts more the shorter the bone is next to the
         // moving bones' mean (its gain is its length over that mean, at least
         // [`SHORT_BONE_GAIN`]): short bones (clavicles, neck and spine segments) turn less, as
@@ -531,6 +571,11 @@ impl DlsSteps {
         if problem.root() == RootMode::Free && topo.active.first() == Some(&0) {
             self.joints.push(unknown(None, 1.0, None));
         }
+        // The lengths of stretchy bones (locked ones too: a lock holds the rotation).
+        for &b in topo.stretchy.iter().filter(|_| !self.rigid) {
+            let k = topo.stretch_norm[b] / rig.bone(b).length;
+            self.joints.push(Joint { stretch: Some(k), count: 1, world_axes: false, ..unknown(Some(b), stretch_gain(rig.bone(b).limit.stretch), None) });
+        }
         self.reaches.clear();
         self.reach_start.clear();
         for joint in &self.joints {
@@ -547,7 +592,9 @@ impl DlsSteps {
                 }
                 false
             };
-            self.reaches.extend((0..goals.len()).filter(|&gi| on_path(gi, joint.bone.unwrap_or(0))));
+            // (A bone's length does not move its own head: a goal on it does not move with it.)
+            let moves = |gi: usize| joint.stretch.is_none() || goals[gi].use_tail || goals[gi].bone != joint.bone.unwrap_or(0);
+            self.reaches.extend((0..goals.len()).filter(|&gi| on_path(gi, joint.bone.unwrap_or(0)) && moves(gi)));
         }
         self.reach_start.push(self.reaches.len());
         self.goal_rows.clear();
@@ -591,9 +638,9 @@ impl DlsSteps {
         self.pole_links.clear();
         self.pole_start.clear();
         for j in 0..self.joints.len() {
-            let swing_axes = self.joints[j].bone.filter(|&b| !self.twist_free[b]).and_then(|b| self.swing_axes(rig, b));
+            let swing_axes = self.joints[j].bone.filter(|&b| !self.twist_free[b] && self.joints[j].stretch.is_none()).and_then(|b| self.swing_axes(rig, b));
             let joint = &mut self.joints[j];
-            if let Some(b) = joint.bone {
+            if let (Some(b), None) = (joint.bone, joint.stretch) {
                 let world = self.frames.rotations[b];
                 // Per-axis stiffness: the bone's own axes, each scaled by its gain.
                 let own = joint.ratios.map(|r| [world * (DVec3::X * r[0]), world * (DVec3::Y * r[1]), world * (DVec3::Z * r[2])]);
@@ -639,6 +686,14 @@ impl DlsSteps {
             for &gi in &self.reaches[self.reach_start[j]..self.reach_start[j + 1]] {
                 let g = &goals[gi];
                 let w = g.weight.sqrt();
+                if let (Some(b), Some(k)) = (joint.bone, joint.stretch) {
+                    // A length: the bone's point that leads down to the effector (its tail, or the
+                    // next bone's rest head, which its scale carries) moves along with the scale.
+                    let lead = stretch_lead(rig, b, g.bone);
+                    let lever = self.frames.rotations[b] * lead * (joint.gain * w * k);
+                    self.links.push(Link { row: self.goal_rows[gi], lever, spin: None });
+                    continue;
+                }
                 let lever = match joint.bone {
                     Some(b) => (self.frames.effector(g.bone, g.use_tail) - self.frames.heads[b]) * (joint.gain * w),
                     None => DVec3::splat(w),
@@ -650,7 +705,9 @@ impl DlsSteps {
             // (which also moves the top's head, and with it the axis); numerical first-order
             // derivatives, no FK.
             self.pole_start.push(self.pole_links.len());
-            for (p, &gi) in self.tree_poles.iter().enumerate() {
+            // (A length's effect on a swivel is left out: the swivel is measured exactly after
+            // every step, and the turns correct it.)
+            for (p, &gi) in self.tree_poles.iter().enumerate().filter(|_| joint.stretch.is_none()) {
                 let top = pole_top(problem, gi);
                 if joint.bone.is_some_and(|b| b > top) || !self.reaches[self.reach_start[j]..self.reach_start[j + 1]].contains(&gi) {
                     continue;
@@ -719,6 +776,11 @@ impl DlsSteps {
                 // Rows ascend with the goals, so `lb` (b ≤ a) is never below `la`.
                 for (b, lb) in links[..=a].iter().enumerate() {
                     let (ra, rb) = (la.row, lb.row);
+                    if joint.stretch.is_some() {
+                        // One unknown moving the position rows by the lever.
+                        add_block(g, m, ra, rb, outer(la.lever, lb.lever));
+                        continue;
+                    }
                     if joint.bone.is_none() {
                         add_block(g, m, ra, rb, DMat3::from_diagonal(DVec3::splat(la.lever.x * lb.lever.x)));
                         continue;
@@ -792,6 +854,18 @@ impl DlsSteps {
             let links = &self.links[self.reach_start[j]..self.reach_start[j + 1]];
             let poles = &self.pole_links[self.pole_start[j]..self.pole_start[j + 1]];
             let toward = if pull > 0.0 { self.toward[j].0 * pull } else { DVec3::ZERO };
+            if let (Some(b), Some(k)) = (joint.bone, joint.stretch) {
+                // A length: its unknown's step is Σ_goals lever · y_pos; the scale changes by
+                // gain · k times it (and by the pull toward the reference's), within the bounds.
+                let x: f64 = links.iter().map(|l| l.lever.dot(y3(l.row))).sum();
+                let before = pose.scales[b];
+                let after = (before + joint.gain * k * x + toward.x).clamp(MIN_SCALE, MAX_SCALE);
+                trial.scales[b] = after;
+                // (Measured as the change of the bone's length over its tree's extent, the
+                // radian-like size of the unknown.)
+                largest = largest.max((after - before).abs() / k);
+                continue;
+            }
             let Some(b) = joint.bone else {
                 // The root's translation, kept in bone 0's rest frame.
                 let t = links.iter().map(|l| y3(l.row) * l.lever.x).sum::<DVec3>() + poles.iter().map(|p| p.per_axis * y[p.row]).sum::<DVec3>() + toward;
@@ -840,6 +914,37 @@ impl DlsSteps {
         }
         largest
     }
+}
+
+/// The gain of a bone's length with [`crate::JointLimit::stretch`] `stretch` (above 0), as
+/// Blender's IK weights its stretch: `IK_SetStiffness(seg, IK_TRANS_Y, 1 − stretch²)` makes the
+/// weight `w = 1 − stiffness`, at least [`STRETCH_WEIGHT_MIN`] (its stiffness is capped at
+/// 0.99: `ik_stretch` 0.1 and 0.01 give the same pose in Blender 5.0, measured). Blender's
+/// steps (`IK_QJacobian`: the columns scaled by `√w`, the step by `w`) move each unknown along
+/// `w^{3/2}` times the gradient, so where they settle is, to first order, the pose nearest the
+/// start in the metric `Σ Δ² / w^{3/2}`; here a metric `Σ (Δ / gain)²`, so the gain is
+/// `w^{3/4}`. Measured in Blender 5.0: a straight two-bone chain pulled past reach shares the
+/// stretch `(w₁ / w₂)^{3/2}` to one (125 to 1 for `ik_stretch` 0.5 against 0.1), as here.
+pub(crate) fn stretch_gain(stretch: f64) -> f64 {
+    (stretch * stretch).max(STRETCH_WEIGHT_MIN).powf(0.75)
+}
+
+/// The least weight Blender's IK gives a stretch (`1 −` its largest stiffness, 0.99).
+pub(crate) const STRETCH_WEIGHT_MIN: f64 = 0.01;
+
+/// The point of bone `b` (in its own frame, at rest length) that carries bone `effector`, which
+/// is `b` or below it: `b`'s tail (`effector` is `b`), else the rest head of the child of `b`
+/// on the way down to `effector`. Scaling `b` moves that point, and with it `effector`'s whole
+/// branch, by the point's rotation times the scale change.
+fn stretch_lead(rig: &crate::rig::Rig, b: usize, effector: usize) -> DVec3 {
+    let mut c = effector;
+    while let Some(p) = rig.bone(c).parent {
+        if p == b {
+            return rig.bone(c).rest_head;
+        }
+        c = p;
+    }
+    DVec3::new(0.0, rig.bone(b).length, 0.0)
 }
 
 /// The share of a per-axis gain that a turn about `local_axis` (in the bone's own frame, any
@@ -1151,6 +1256,7 @@ mod tests {
         let pose = Pose {
             rotations: (0..8).map(|i| DQuat::from_euler(glam::EulerRot::XYZ, 0.1 * i as f64, -0.05 * i as f64, 0.2)).collect(),
             root_translation: DVec3::new(0.05, -0.02, 0.1),
+            scales: Vec::new(),
         };
         let mut pose = pose;
         pose.rotations[3] = DQuat::from_rotation_x(-0.7);
@@ -1168,6 +1274,7 @@ mod tests {
     fn moved_residual(problem: &Problem, pose: &Pose, frames: &Frames, joint: &Joint, c: usize, eps: f64, tree_poles: &[usize], m: usize) -> Vec<f64> {
         let mut p = pose.clone();
         match joint.bone {
+            Some(b) if joint.stretch.is_some() => p.scales[b] += joint.gain * joint.stretch.unwrap_or(1.0) * eps,
             None => p.root_translation += problem.rig().bone(0).rest_rotation.conjugate() * (DVec3::AXES[c] * eps),
             Some(b) => {
                 let world = frames.rotations[b];
@@ -1177,6 +1284,89 @@ mod tests {
         let mut r = vec![0.0; m];
         evaluate(problem, tree_poles, &p, &mut Frames::default(), &mut r);
         r
+    }
+
+    /// The length unknowns of stretchy bones: their columns of `J` (through connected and offset
+    /// children, to tails and heads, beside orientation rows they do not move) and the step they
+    /// take match finite differences of the residual, the scales changing by `gain · k` times it.
+    #[test]
+    fn stretch_columns_match_finite_differences() {
+        let bone = |name: &str, parent: Option<usize>, head: DVec3, rot: DQuat, length: f64, stretch: f64| Bone {
+            name: name.into(),
+            parent,
+            rest_head: head,
+            rest_rotation: rot,
+            length,
+            limit: JointLimit { stretch, ..JointLimit::FREE },
+        };
+        let rig = Rig::new(vec![
+            bone("root", None, DVec3::ZERO, DQuat::from_rotation_x(0.2), 1.0, 0.3),
+            // An offset child: its head moves with the root's scale, off the root's axis.
+            bone("arm", Some(0), DVec3::new(0.2, 0.8, -0.1), DQuat::from_rotation_z(-0.7), 0.8, 0.1),
+            bone("fore", Some(1), DVec3::new(0.0, 0.8, 0.0), DQuat::from_rotation_x(-0.4), 0.6, 1.0),
+            bone("side", Some(0), DVec3::new(-0.2, 1.0, 0.0), DQuat::from_rotation_z(1.2), 0.5, 0.0),
+        ])
+        .unwrap();
+        let goals = vec![
+            Goal::new(2, DVec3::new(1.2, 1.4, 0.3)).with_orientation(DQuat::IDENTITY).with_weight(2.0),
+            // Its head: the arm's scale moves it, its own does not.
+            Goal { use_tail: false, ..Goal::new(2, DVec3::new(0.9, 1.2, 0.2)) },
+            Goal::new(3, DVec3::new(-0.8, 1.3, 0.4)),
+        ];
+        let mut problem = Problem::new(rig, goals, RootMode::Pinned).unwrap();
+        let pose = Pose {
+            rotations: (0..4).map(|i| DQuat::from_euler(glam::EulerRot::XYZ, 0.1 * i as f64, -0.05 * i as f64, 0.2)).collect(),
+            root_translation: DVec3::ZERO,
+            scales: vec![1.1, 0.9, 1.3, 1.0],
+        };
+        let met = problem.rig().forward(&pose).rotations[2];
+        problem.set_orientation(0, Some(met)).unwrap();
+        let mut steps = DlsSteps::default();
+        steps.collect_joints(&problem);
+        assert_eq!(steps.joints.iter().filter(|j| j.stretch.is_some()).count(), 3);
+        // The fore bone's length moves neither the goal on its head nor the side bone.
+        let fore = steps.joints.iter().position(|j| j.stretch.is_some() && j.bone == Some(2)).unwrap();
+        assert_eq!(&steps.reaches[steps.reach_start[fore]..steps.reach_start[fore + 1]], &[0]);
+        let m = 6 + 3 + 3;
+        for v in [&mut steps.residual, &mut steps.rhs, &mut steps.trial_residual] {
+            v.resize(m, 0.0);
+        }
+        steps.gram.resize(m * m, 0.0);
+        steps.blocked = vec![None; 4];
+        evaluate(&problem, &steps.tree_poles, &pose, &mut steps.frames, &mut steps.residual);
+        steps.linearize(&problem);
+        steps.gram_into(m);
+        let eps = 1e-6;
+        let mut columns = Vec::new();
+        for joint in &steps.joints {
+            for c in 0..joint.count {
+                let plus = moved_residual(&problem, &pose, &steps.frames, joint, c, eps, &steps.tree_poles, m);
+                let minus = moved_residual(&problem, &pose, &steps.frames, joint, c, -eps, &steps.tree_poles, m);
+                columns.push((0..m).map(|i| -(plus[i] - minus[i]) / (2.0 * eps)).collect::<Vec<_>>());
+            }
+        }
+        for i in 0..m {
+            for j in 0..=i {
+                let dense: f64 = columns.iter().map(|col| col[i] * col[j]).sum();
+                let got = steps.gram[i * m + j];
+                assert!((got - dense).abs() < 1e-5 * (1.0 + dense.abs()), "J Jᵀ[{i}][{j}] = {got} but finite differences give {dense}");
+            }
+        }
+        // The step on a length: Jᵀ y, times gain · k on the scale.
+        let y: Vec<f64> = (0..m).map(|i| 1e-3 * ((i as f64 * 1.3).cos())).collect();
+        steps.rhs.copy_from_slice(&y);
+        let mut trial = pose.clone();
+        steps.kept_twist = pose.rotations.iter().map(|&q| swing_twist_y(q).1).collect();
+        steps.apply_step(&problem, &pose, &mut trial, 0.0, false);
+        let mut k = 0;
+        for joint in &steps.joints {
+            if let (Some(b), Some(per)) = (joint.bone, joint.stretch) {
+                let step: f64 = (0..m).map(|i| columns[k][i] * y[i]).sum();
+                let expected = pose.scales[b] + joint.gain * per * step;
+                assert!((trial.scales[b] - expected).abs() < 1e-9, "bone {b}: scale {} but finite differences give {expected}", trial.scales[b]);
+            }
+            k += joint.count;
+        }
     }
 
     #[test]
@@ -1273,6 +1463,7 @@ mod tests {
         let reference = Pose {
             rotations: (0..8).map(|i| DQuat::from_euler(glam::EulerRot::XYZ, -0.07 * i as f64, 0.1, 0.03 * i as f64)).collect(),
             root_translation: DVec3::new(0.3, 0.1, -0.2),
+            scales: Vec::new(),
         };
         let mut reference = reference;
         // The swinging forearm's reference keeps its (locked) twist.
@@ -1323,7 +1514,7 @@ mod tests {
             .unwrap();
             // Reached by bending forward (about X) and sideways (about Z).
             let mut problem = Problem::new(rig, vec![Goal::new(2, DVec3::new(-1.0, 1.6, 1.0))], RootMode::Pinned).unwrap();
-            let rest = Pose { rotations: vec![DQuat::IDENTITY; 3], root_translation: DVec3::ZERO };
+            let rest = Pose { rotations: vec![DQuat::IDENTITY; 3], root_translation: DVec3::ZERO, scales: Vec::new() };
             problem.set_reference(Some(&rest)).unwrap();
             let mut solver = method.solver(SolveSettings::default()).unwrap();
             let solution = solver.solve(&problem, &rest).unwrap();
@@ -1348,6 +1539,7 @@ mod tests {
         let reference = Pose {
             rotations: (0..8).map(|i| DQuat::from_euler(glam::EulerRot::XYZ, -0.07 * i as f64, 0.1, 0.03 * i as f64)).collect(),
             root_translation: DVec3::new(0.3, 0.1, -0.2),
+            scales: Vec::new(),
         };
         steps.reference = Some(reference);
         steps.collect_joints(&problem);
