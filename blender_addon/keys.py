@@ -52,22 +52,28 @@ def channel_values(pb, quats: np.ndarray, compat=None) -> np.ndarray:
     return out
 
 
-def set_pose(ob, names, rotations, root_bone=None, root_location=None) -> None:
+def set_pose(ob, names, rotations, root_bone=None, root_location=None, scales=None) -> None:
     """Sets the rotation of the pose bones ``names`` (rotations (K, 4) wxyz in the same order),
-    honouring each bone's rotation mode; optionally ``root_bone``'s location."""
-    for name, q in zip(names, rotations):
+    honouring each bone's rotation mode; optionally ``root_bone``'s location, and with ``scales``
+    (K,) each bone's scale (uniform: a stretch as Blender's IK shows it)."""
+    for k, (name, q) in enumerate(zip(names, rotations)):
         pb = ob.pose.bones[name]
         values = channel_values(pb, np.asarray([q]))[0]
         setattr(pb, rotation_property(pb), values)
+        if scales is not None:
+            pb.scale = (float(scales[k]),) * 3
     if root_bone is not None and root_location is not None:
         ob.pose.bones[root_bone].location = root_location
 
 
-def key_current(ob, names, frame, root_bone=None) -> None:
-    """Keys the rotation (and for ``root_bone`` the location) of ``names`` at ``frame``."""
+def key_current(ob, names, frame, root_bone=None, key_scale=False) -> None:
+    """Keys the rotation (with ``key_scale`` also the scale, and for ``root_bone`` the location)
+    of ``names`` at ``frame``."""
     for name in names:
         pb = ob.pose.bones[name]
         pb.keyframe_insert(rotation_property(pb), frame=frame, group=name)
+        if key_scale:
+            pb.keyframe_insert("scale", frame=frame, group=name)
     if root_bone is not None:
         ob.pose.bones[root_bone].keyframe_insert("location", frame=frame, group=root_bone)
 
@@ -213,10 +219,11 @@ def replace_range(fc, frames: np.ndarray, values: np.ndarray) -> None:
 
 
 def write_bake(ob, frames, names, rotations, root_bone=None, root_locations=None, *, new_action: bool = True,
-               compat=None):
+               compat=None, scales=None):
     """Keys every frame of ``frames`` (F,) for the bones ``names``: ``rotations`` (F, K, 4) wxyz in
     the order of ``names``; ``root_locations`` (F, 3) keys ``root_bone``'s location.
-    ``compat``: per bone name, the Euler value to stay continuous with.
+    ``compat``: per bone name, the Euler value to stay continuous with. ``scales``: None, or
+    {bone name: (F,) uniform scale} for the bones whose scale is keyed too (a stretch).
 
     Keys outside the range are never touched. Returns (action, previous action or None, note)."""
     frames = np.asarray(frames, dtype=np.float64)
@@ -229,6 +236,10 @@ def write_bake(ob, frames, names, rotations, root_bone=None, root_locations=None
         path = pb.path_from_id(prop)
         for c in range(vals.shape[1]):
             replace_range(fcurve(path, c, name), frames, vals[:, c])
+        if scales is not None and name in scales:
+            path = pb.path_from_id("scale")
+            for c in range(3):
+                replace_range(fcurve(path, c, name), frames, np.asarray(scales[name], dtype=np.float64))
     if root_bone is not None and root_locations is not None:
         pb = ob.pose.bones[root_bone]
         path = pb.path_from_id("location")

@@ -63,6 +63,7 @@ class SolveResult:
     misses: np.ndarray | None = None   # (G,) measured on Blender's evaluated pose after writing
     tolerance: float = 1e-4
     orientation_residuals: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (G,) radians
+    scales: np.ndarray | None = None   # (N,) pose scales keyed (each bone's length over its parent's), if it stretches
 
     @property
     def reached_in_blender(self) -> bool:
@@ -95,10 +96,13 @@ def check_editable(ob) -> None:
                         "(Object > Library Override > Make)")
 
 
-def evaluated_misses(problem: rig_reader.RigProblem, depsgraph) -> np.ndarray:
+def evaluated_misses(problem: rig_reader.RigProblem, depsgraph, targets=None) -> np.ndarray:
     """(G,) how far each goal's effector (its tail, or head) is from its target in Blender's
-    evaluated pose, in armature space (the units of the solver's tolerance)."""
-    targets, _orients, _poles = problem.sample_goals(depsgraph)
+    evaluated pose, in armature space (the units of the solver's tolerance). ``targets`` (G, 3):
+    the targets the engine solved for (a goal's moved by its influence, ``blend_goals``);
+    default, as sampled."""
+    if targets is None:
+        targets, _orients, _poles = problem.sample_goals(depsgraph)
     pbs = problem.ob.evaluated_get(depsgraph).pose.bones
     out = np.zeros(len(problem.goals))
     for i, spec in enumerate(problem.goals):
@@ -189,21 +193,26 @@ def solve_pose(context, ob, settings: Settings, *, key: bool = True) -> SolveRes
     except sinew.SinewError as ex:
         raise ReadError(f"Sinew could not solve: {ex}") from ex
     rotations = np.array(sol.rotations, dtype=np.float64)
-    problem.blend_result(pose_f, rotations[None])
-    if not np.all(np.isfinite(rotations)):
+    # A stretch is keyed as a uniform pose scale, each bone's length over its parent's.
+    scales = problem.local_scales(np.array(sol.scales, dtype=np.float64))[None] if problem.stretches else None
+    problem.blend_result(pose_f, rotations[None], scales)
+    if not np.all(np.isfinite(rotations)) or (scales is not None and not np.all(np.isfinite(scales))):
         raise ReadError("Sinew returned a non-finite pose; nothing was changed")
 
     # -- writes start here --
     idx = problem.index
     moved = problem.moved_bones
-    keys.set_pose(ob, moved, rotations[[idx[n] for n in moved]], root_bone, np.asarray(sol.root_translation))
+    moved_idx = [idx[n] for n in moved]
+    keys.set_pose(ob, moved, rotations[moved_idx], root_bone, np.asarray(sol.root_translation),
+                  scales[0][moved_idx] if scales is not None else None)
     if key:
-        keys.key_current(ob, moved, context.scene.frame_current, root_bone)
+        keys.key_current(ob, moved, context.scene.frame_current, root_bone, key_scale=scales is not None)
     context.view_layer.update()
-    misses = evaluated_misses(problem, context.evaluated_depsgraph_get())
+    misses = evaluated_misses(problem, context.evaluated_depsgraph_get(), targets[0])
     return SolveResult(problem, rotations, np.asarray(sol.root_translation), np.asarray(sol.residuals),
                        int(sol.iterations), bool(sol.reached), str(sol.stop_reason), moved if key else [],
-                       time.perf_counter() - t0, misses, settings.tolerance, np.asarray(sol.orientation_residuals))
+                       time.perf_counter() - t0, misses, settings.tolerance, np.asarray(sol.orientation_residuals),
+                       scales[0] if scales is not None else None)
 
 
 # --------------------------------------------------------------------------------------------
@@ -536,6 +545,7 @@ class BakeResult:
     orientation_residuals: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # (F, G) radians
     references: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 4)))  # (F, N, 4) FK pose per frame
     problem: object = None         # the rig_reader.RigProblem baked
+    scales: np.ndarray | None = None  # (F, N) pose scales keyed (each bone's length over its parent's), if it stretches
 
     def goal_report(self) -> str:
         """Per goal, its worst frame: distance and, for a goal with an orientation, the angle."""
@@ -746,7 +756,10 @@ class BakeJob:
         orientation_residuals = np.zeros((nf, ng))
         iterations = np.zeros(nf, dtype=np.int64)
         reached = np.zeros(nf, dtype=bool)
+        scales = np.ones((nf, nb))
         pose, root = np.array(start_pose), np.array(start_root)
+        # Each chunk and frame starts from the frame before, its stretch included.
+        start_scales = None
         rig = p.make_rig(rests[0])
         for c0 in range(0, nf, self.chunk):
             c1 = min(nf, c0 + self.chunk)
@@ -756,9 +769,10 @@ class BakeJob:
                     orientations=orients[c0:c1] if use_orient else None,
                     pole_targets=poles[c0:c1] if use_poles else None,
                     pose=pose, root_translation=root, root=self.settings.root,
-                    reference_root_translation=root_loc[0], references=references[c0:c1])
+                    reference_root_translation=root_loc[0], references=references[c0:c1], scales=start_scales)
                 rotations[c0:c1] = res.rotations
                 root_t[c0:c1] = res.root_translations
+                scales[c0:c1] = res.scales
                 residuals[c0:c1] = res.residuals
                 orientation_residuals[c0:c1] = res.orientation_residuals
                 iterations[c0:c1] = res.iterations
@@ -772,18 +786,24 @@ class BakeJob:
                     pose[conn] = conn_rot[k]
                     sol = self.solver.solve(rig, p.engine_goals(targets[k], orients[k], poles[k]), pose=pose,
                                             root_translation=root, root=self.settings.root,
-                                            reference=references[k], reference_root_translation=root_loc[k])
+                                            reference=references[k], reference_root_translation=root_loc[k],
+                                            scales=start_scales)
                     rotations[k] = sol.rotations
                     root_t[k] = sol.root_translation
+                    scales[k] = sol.scales
+                    start_scales = scales[k] if p.stretches else None
                     residuals[k] = sol.residuals
                     orientation_residuals[k] = sol.orientation_residuals
                     iterations[k] = sol.iterations
                     reached[k] = sol.reached
                     pose, root = np.array(rotations[k]), np.array(root_t[k])
             pose, root = np.array(rotations[c1 - 1]), np.array(root_t[c1 - 1])
+            start_scales = np.array(scales[c1 - 1]) if p.stretches else None
             yield 0.5 + 0.4 * c1 / nf
-        p.blend_result(references, rotations)
-        if not np.all(np.isfinite(rotations)):
+        # A stretch is keyed as a uniform pose scale, each bone's length over its parent's.
+        local_scales = p.local_scales(scales) if p.stretches else None
+        p.blend_result(references, rotations, local_scales)
+        if not np.all(np.isfinite(rotations)) or (local_scales is not None and not np.all(np.isfinite(local_scales))):
             raise ReadError("Sinew returned a non-finite pose; nothing was changed")
         solve_s = time.perf_counter() - t0
 
@@ -793,7 +813,8 @@ class BakeJob:
         keyed_rot = np.concatenate([rotations[:, [idx[n] for n in moved], :], others_rot], axis=1)
         root_bone = p.root_bone if not pinned else None
         _restore_pose(ob, self._saved_pose)
-        action, prev, note, muted = self._write(frames, keyed, keyed_rot, root_bone, root_t, compat)
+        keyed_scales = None if local_scales is None else {n: local_scales[:, idx[n]] for n in moved}
+        action, prev, note, muted = self._write(frames, keyed, keyed_rot, root_bone, root_t, compat, keyed_scales)
         write_s = time.perf_counter() - t0
 
         # 4. Measure what Blender evaluates from the keys at frames spread over the range.
@@ -804,7 +825,8 @@ class BakeJob:
             misses = np.zeros((len(checked), ng))
             for k, f in enumerate(checked):
                 scene.frame_set(int(f))
-                misses[k] = evaluated_misses(p, self.view_layer.depsgraph)
+                # (Against the targets solved for: a goal moved by its influence, blend_goals.)
+                misses[k] = evaluated_misses(p, self.view_layer.depsgraph, targets[np.searchsorted(frames, f)])
         frame, sub = self._saved_frame
         scene.frame_set(frame, subframe=sub)
         self.done = True
@@ -812,10 +834,10 @@ class BakeJob:
         self.result = BakeResult(frames, list(p.names), rotations, root_t, residuals, iterations, reached, list(keyed),
                                  action, prev, muted, per_frame, sample_s, solve_s, write_s, list(p.warnings),
                                  "fcurves" if fast is not None else "frames", note, self.settings.tolerance,
-                                 checked, misses, verify_s, orientation_residuals, references, p)
+                                 checked, misses, verify_s, orientation_residuals, references, p, local_scales)
         yield 1.0
 
-    def _write(self, frames, keyed, keyed_rot, root_bone, root_t, compat):
+    def _write(self, frames, keyed, keyed_rot, root_bone, root_t, compat, scales=None):
         """Writes the keys and mutes the replaced constraints; on any failure puts the action
         assignment, fake users, constraint mutes and the record of them back, removes an action
         it made, and re-raises."""
@@ -832,7 +854,7 @@ class BakeJob:
         try:
             action, prev, note = keys.write_bake(ob, frames, keyed, keyed_rot, root_bone,
                                                  root_t if root_bone else None, new_action=self.new_action,
-                                                 compat=compat)
+                                                 compat=compat, scales=scales)
             muted, mute_warnings = (0, []) if self.keep_constraints else keys.mute_constraints(ob, p.replaced)
         except BaseException:
             if had_ad:
@@ -862,7 +884,10 @@ def problem_document(problem: rig_reader.RigProblem, targets, orients, poles, po
         b = {"name": name, "parent": problem.names[problem.parents[i]] if problem.parents[i] >= 0 else None,
              "matrix": [[float(v) for v in row] for row in problem.rest[i]], "length": float(problem.lengths[i])}
         if name in problem.limits:
-            b["limit"] = _limit_json(problem.rig.limit(name))
+            lim = problem.rig.limit(name)
+            b["limit"] = _limit_json(lim)
+            if lim["stretch"] > 0.0:
+                b["stretch"] = float(lim["stretch"])
         bones.append(b)
     goals = []
     for i, g in enumerate(problem.goals):
