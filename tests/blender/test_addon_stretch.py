@@ -221,3 +221,25 @@ def test_rigify_arm_within_reach_barely_stretches():
     for n in ("upper_arm_ik.L", "MCH-forearm_ik.L"):
         assert blender[n][2][1] < 0.985, (n, blender[n][2])  # as measured: Blender shrinks it
         assert abs(sinew[n][2][1] - 1.0) < min(0.02, 0.6 * (1.0 - blender[n][2][1])), (n, sinew[n][2], blender[n][2])
+
+
+def test_export_writes_each_bones_stretch(tmp_path):
+    """Export IK Problem writes ``"stretch"`` on the bones that stretch, and the file solves to
+    the scales IK Solve keys."""
+    import json
+
+    import sinew
+
+    ob, con = _two_bones(stretch=(0.1, 0.5), target=(0.0, 0.2, 1.4))
+    path = tmp_path / "problem.json"
+    assert bpy.ops.sinew.export_problem(filepath=str(path)) == {'FINISHED'}
+    text = path.read_text()
+    bones = {b["name"]: b for b in json.loads(text)["bones"]}
+    assert bones["b0"]["stretch"] == pytest.approx(0.1) and bones["b1"]["stretch"] == pytest.approx(0.5)
+    rig, goals, solver, pose, root_t, root = sinew.load_problem(text)
+    assert rig.limit("b1")["stretch"] == pytest.approx(0.5)
+    sol = solver.solve(rig, goals, pose=pose, reference=pose)
+    _sinew_solve(ob, con)
+    assert sol.reached
+    assert ob.pose.bones["b0"].scale.y == pytest.approx(sol.scales[0], abs=1e-4)
+    assert ob.pose.bones["b1"].scale.y == pytest.approx(sol.scales[1] / sol.scales[0], abs=1e-4)
