@@ -817,6 +817,17 @@ def read(ob, *, need_goals: bool = True, depsgraph=None) -> RigProblem:
     check_relations(ob, problem)
     # IK Stretch as Blender's IK reads it: a bone of a tree that stretches, by its ik_stretch.
     stretching = {b for g, chain in zip(goals, moved) if g.stretch for b in chain}
+    # A bone Sinew does not move between two it moves (a connector) inherits the scale of the
+    # moved bone above it in Blender, where the engine keeps it at its length: that bone keeps
+    # its length too.
+    for name in problem.connectors:
+        p = bones[name].parent
+        while p is not None and p.name not in moved_set:
+            p = p.parent
+        if p is not None and p.name in stretching and ob.pose.bones[p.name].ik_stretch > 0.0:
+            stretching.discard(p.name)
+            warnings.append(f'Bone "{p.name}": its IK Stretch is not used: bone "{name}" below it, between bones '
+                            "that Sinew moves, is in no IK chain and would be scaled with it")
     for name in problem.moved_bones:
         pb = ob.pose.bones[name]
         lim = read_limit(pb)

@@ -243,3 +243,28 @@ def test_export_writes_each_bones_stretch(tmp_path):
     assert sol.reached
     assert ob.pose.bones["b0"].scale.y == pytest.approx(sol.scales[0], abs=1e-4)
     assert ob.pose.bones["b1"].scale.y == pytest.approx(sol.scales[1] / sol.scales[0], abs=1e-4)
+
+
+def test_a_bone_above_a_connector_keeps_its_length(capfd):
+    """A stretchy trunk whose goal's chain ends at the top of the trunk, and an arm goal whose
+    chain starts one bone below the branch point: the bone between (L0) is in no chain, so in
+    Blender it would take the trunk's scale where the engine keeps its length. Sinew keeps the
+    bone above it rigid there and says so; the arm still stretches."""
+    bpy.ops.wm.read_homefile(use_empty=True)
+    ob = R.make_ybranch()
+    for bone, target, chain in (("trunk2", (0.3, 0.0, 1.4), 3), ("L2", (2.5, 0.0, 2.5), 2)):
+        c = ob.pose.bones[bone].constraints.new('IK')
+        c.target, c.chain_count, c.use_stretch = R.add_empty("T" + bone, target), chain, True
+    for pb in ob.pose.bones:
+        pb.ik_stretch = 0.5
+    R.activate(ob)
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    out = capfd.readouterr().out
+    assert 'Bone "trunk2": its IK Stretch is not used: bone "L0"' in out, out
+    for c in ob.pose.bones["trunk2"].constraints[:] + ob.pose.bones["L2"].constraints[:]:
+        c.mute = True
+    scale = _state(ob, ["trunk2", "L0", "L1"])
+    # trunk2 keeps its length (the bones below it may stretch: its key undoes theirs), and so
+    # does L0, which inherits it.
+    assert abs(scale["trunk2"][2][1] - 1.0) < 1e-6 and abs(scale["L0"][2][1] - 1.0) < 1e-6, scale
+    assert ob.pose.bones["L1"].scale.y > 1.05
