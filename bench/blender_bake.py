@@ -1,4 +1,4 @@
-"""Blender bake benchmark (issue #3): Sinew's Bake Tracked Targets against Blender's own IK
+"""Blender bake benchmark (issue #3): Sinew's Bake IK to Keyframes against Blender's own IK
 constraints (Standard/Legacy solver, then iTaSC) followed by Blender's visual-keying bake, in one
 headless bpy process, on the same rig and the same animated targets.
 
@@ -12,7 +12,7 @@ each rig, on a freshly built scene per measurement:
 
 * **step**: ``scene.frame_set`` through the range plus reading every target's evaluated matrix,
   with no IK at all: what merely stepping the scene costs;
-* **sinew**: ``pipeline.BakeJob`` (what the *Bake Tracked Targets* operator runs), timed whole
+* **sinew**: ``pipeline.BakeJob`` (what the *Bake IK to Keyframes* operator runs), timed whole
   and by phase (read rig, sample targets, solve = the engine call, write keys); with the add-on's
   default tolerance, with a ten times tighter one, and with frame stepping forced
   (``sampling="frames"``, how every target was sampled before F-curve sampling, and still how

@@ -58,7 +58,7 @@ X cos(a) + Z sin(a) faces the pole), one upper-limb length away, perpendicular t
 Solvers: Blender Standard (pose.ik_solver 'LEGACY', 500 iterations, no stretch), Blender iTaSC
 (Animation mode, reiterate always, 1000 iterations, precision 0.1 mm), each evaluated frame by
 frame (frame_set, then the evaluated pose matrices); Sinew: the built extension is installed and
-`bpy.ops.sinew.bake` (Bake Tracked Targets, add-on defaults: 100 iterations, 0.1 mm, root pinned)
+`bpy.ops.sinew.bake` (Bake IK to Keyframes, add-on defaults: 100 iterations, 0.1 mm, root pinned)
 runs over the range; it mutes the IK constraints it replaced and keys the result, which is then
 evaluated frame by frame.
 
@@ -804,7 +804,7 @@ def fmt(x, nd=1):
     return f"{x:.{nd}f}"
 
 
-LABELS = {"standard": "Blender Standard", "itasc": "Blender iTaSC", "sinew": "Sinew (Bake Tracked Targets)"}
+LABELS = {"standard": "Blender Standard", "itasc": "Blender iTaSC", "sinew": "Sinew (Bake IK to Keyframes)"}
 
 
 def aggregate(rows):

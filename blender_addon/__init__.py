@@ -8,21 +8,22 @@ already has), calls the engine once per solve or bake, and writes pose rotations
 Modules, as in Blender's bundled add-ons:
 ``properties`` (per-bone settings), ``rig_reader`` (armature -> engine rig and goals),
 ``pipeline`` (solve / bake / export work), ``keys`` (pose and keyframe writing),
-``operators``, ``ui``.
+``key_reduction`` (thinning a bake's keys within a tolerance), ``limit_drawing`` (joint limits
+in the viewport), ``operators``, ``ui``.
 """
 
 if "bpy" in locals():
     import importlib
 
-    for _m in ("properties", "rig_reader", "keys", "pipeline", "operators", "ui"):
+    for _m in ("properties", "rig_reader", "keys", "key_reduction", "pipeline", "limit_drawing", "operators", "ui"):
         if _m in locals():
             importlib.reload(locals()[_m])
 
 import bpy  # noqa: F401  (kept for the reload check above)
 
-from . import keys, operators, pipeline, properties, rig_reader, ui  # noqa: F401
+from . import key_reduction, keys, limit_drawing, operators, pipeline, properties, rig_reader, ui  # noqa: F401
 
-_modules = (properties, operators, ui)
+_modules = (properties, limit_drawing, operators, ui)
 
 
 def register():

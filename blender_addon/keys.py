@@ -78,6 +78,69 @@ def key_current(ob, names, frame, root_bone=None, key_scale=False) -> None:
         ob.pose.bones[root_bone].keyframe_insert("location", frame=frame, group=root_bone)
 
 
+def active_keying_set(scene):
+    """The scene's active keying set (a built-in one such as "Location & Rotation", or one of the
+    scene's own), or None."""
+    return scene.keying_sets_all.active
+
+
+def _any_area(context):
+    """An area to run Blender's keyframe operator in: the context's, else one of the window's."""
+    if context.area is not None:
+        return context.window, context.area
+    wm = context.window_manager
+    windows = ([context.window] if context.window is not None else []) + list(wm.windows)
+    areas = [(win, area) for win in windows for area in win.screen.areas]
+    return next((wa for wa in areas if wa[1].type == 'VIEW_3D'), areas[0] if areas else (None, None))
+
+
+def key_with_keying_set(context, ob, names, frame, ks, root_bone=None, key_scale=False) -> tuple[list[str], str]:
+    """Keys what a solve changed through keying set ``ks``, as Blender's Insert Keyframe does with
+    an active keying set: returns (bones keyed, note for the report).
+
+    A keying set of the scene's own (absolute paths): the paths it has on the bones ``names``
+    (and ``root_bone``) of ``ob`` are keyed, at ``frame``; its paths elsewhere are not (the solve
+    did not change them). A built-in (relative) keying set is applied by Blender to those bones as
+    if they were the selected bones, in Pose Mode; outside Pose Mode the bones' rotation channels
+    (with ``key_scale``, a stretch's scale too) are keyed as without a keying set, and the note
+    says so. A keying set keys a stretched bone's scale only where it has the scale channel."""
+    label = ks.bl_label
+    wanted = list(names) + ([root_bone] if root_bone and root_bone not in names else [])
+    if ks.is_path_absolute:
+        by_path = {f'pose.bones["{bpy.utils.escape_identifier(n)}"]': n for n in wanted}
+        keyed = []
+        for p in ks.paths:
+            if p.id != ob:
+                continue
+            prefix = p.data_path.split("]", 1)[0] + "]"
+            bone = by_path.get(prefix)
+            if bone is None or not p.data_path.startswith(prefix + "."):
+                continue
+            index = -1 if p.use_entire_array else p.array_index
+            group = {"NAMED": p.group, "KEYINGSET": label}.get(p.group_method, "")
+            ob.keyframe_insert(p.data_path, index=index, frame=frame, group=group)
+            if bone not in keyed:
+                keyed.append(bone)
+        skipped = len(wanted) - len(keyed)
+        note = f'Keyed through keying set "{label}": {len(keyed)} of the {len(wanted)} bones the solve moved'
+        if skipped:
+            note += f" ({skipped} not in the keying set: posed, not keyed)"
+        return keyed, note
+    win, area = _any_area(context)
+    if ob.mode != 'POSE' or area is None:
+        key_current(ob, names, frame, root_bone, key_scale=key_scale)
+        return wanted, (f'The active keying set "{label}" applies to selected bones in Pose Mode; outside it Sinew '
+                        "keyed the rotation of the bones the solve moved")
+    pbs = [ob.pose.bones[n] for n in wanted]
+    with context.temp_override(window=win, area=area, active_object=ob, object=ob, selected_pose_bones=pbs,
+                               selected_pose_bones_from_active_object=pbs, active_pose_bone=pbs[0]):
+        try:
+            bpy.ops.anim.keyframe_insert(type=ks.bl_idname)
+        except RuntimeError as ex:
+            return [], f'Keying set "{label}" keyed nothing ({str(ex).strip()}); the pose is set, not keyed'
+    return wanted, f'Keyed through keying set "{label}" ({len(wanted)} bones)'
+
+
 # Blender 4.4+ (and 5.0, where Action.fcurves is gone) stores keys in slotted, layered actions;
 # 4.2 and 4.3 (blender_version_min is 4.2.0) have the legacy Action.fcurves.
 SLOTTED = hasattr(bpy.types, "ActionSlot")

@@ -1,10 +1,16 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Sinew's operators: IK Solve, Bake Tracked Targets, Restore IK Constraints, Export IK Problem.
+"""Sinew's operators: Solve IK, Bake IK to Keyframes, Restore IK Constraints, Export IK Problem.
+
+Where they are: Pose > Inverse Kinematics (Solve IK, Restore IK Constraints), Pose > Animation and
+Object > Animation (Bake IK to Keyframes, for an armature), the Sinew tab of the sidebar, and F3.
+Solve, Bake and Restore act on every armature in Pose Mode (multi-object editing), one engine
+call per armature.
 
 No operator lets an exception out as a traceback: a ReadError is the user's report, and anything
 else is reported as a Sinew failure (the work behind them changes nothing before it can succeed)."""
 
 import json
+import math
 import traceback
 
 import bpy
@@ -23,11 +29,55 @@ ROOT_ITEMS = (
 )
 
 
+def _method_items():
+    """The engine's methods (``sinew.methods()``), read when the add-on registers, so a method
+    the engine adds is offered without a change here."""
+    try:
+        names = pipeline.method_names()
+    except ReadError:  # the engine did not load: the operators report that when run
+        names = [pipeline.DEFAULT_METHOD]
+    return tuple((n.upper(), pipeline.method_label(n), pipeline.method_description(n)) for n in names)
+
+
+METHOD_ITEMS = _method_items()
+DEFAULT_METHOD_ITEM = (pipeline.DEFAULT_METHOD.upper() if any(i[0] == pipeline.DEFAULT_METHOD.upper()
+                                                              for i in METHOD_ITEMS) else METHOD_ITEMS[0][0])
+
+
 def _active_armature(context):
     ob = context.active_object
     if ob is None or ob.type != 'ARMATURE' or ob.mode == 'EDIT':
         return None
     return ob
+
+
+def armatures(context):
+    """The armatures an operator acts on: every armature in Pose Mode with the active one
+    (multi-object pose editing), the active first; outside Pose Mode the active armature."""
+    ob = _active_armature(context)
+    if ob is None:
+        return []
+    if ob.mode != 'POSE':
+        return [ob]
+    others = [o for o in (getattr(context, "objects_in_mode", None) or ())
+              if o != ob and o.type == 'ARMATURE' and o.mode == 'POSE']
+    return [ob] + others
+
+
+def _editable_armatures(op, context):
+    """``armatures(context)``, leaving out (with a warning) the non-editable ones besides the
+    active armature; None (after an ERROR report) when there is none."""
+    obs = armatures(context)
+    if not obs:
+        op.report({'ERROR'}, "The active object is not an armature")
+        return None
+    out = [obs[0]]
+    for ob in obs[1:]:
+        if ob.is_editable:
+            out.append(ob)
+        else:
+            op.report({'WARNING'}, f'Sinew: skipped armature "{ob.name}": {pipeline.NOT_EDITABLE}')
+    return out
 
 
 def _poll_editable_armature(cls, context):
@@ -49,95 +99,208 @@ def _failed(op, ex):
     return {'CANCELLED'}
 
 
+def _count(n, word):
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _prefix(ob, several):
+    return f'"{ob.name}": ' if several else ""
+
+
 class _SolverProps:
     max_iterations: IntProperty(
         name="Iterations", description="Most solver iterations per frame", default=100, min=1, soft_max=1000)
     tolerance: FloatProperty(
         name="Tolerance", description="A goal counts as reached within this distance of its target",
         default=1e-4, min=1e-7, soft_max=0.01, precision=5, subtype='DISTANCE')
-    root_mode: EnumProperty(name="Root", items=ROOT_ITEMS, default='PINNED')
+    root_mode: EnumProperty(
+        name="Root", items=ROOT_ITEMS, default='PINNED',
+        description="Whether the root bone of the chains keeps its place or may move to help reach the goals")
+    method: EnumProperty(
+        name="Method", items=METHOD_ITEMS, default=DEFAULT_METHOD_ITEM,
+        description="The Sinew IK method that solves the goals")
+    only_selected: BoolProperty(
+        name="Only Selected Bones", default=False,
+        description="Solve only the goals of selected bones (the bone with the Sinew goal or IK constraint, "
+                    "or its effector); other goals are left out")
 
     def settings(self):
         # Blender keeps float properties in single precision: pass the value the user typed
         # (1e-4, not 9.99999974737875e-05), which is also what Export IK Problem writes.
         tolerance = float(f"{self.tolerance:.7g}")
-        return pipeline.Settings(self.max_iterations, tolerance, self.root_mode.lower())
+        return pipeline.Settings(self.max_iterations, tolerance, self.root_mode.lower(), method=self.method.lower(),
+                                 only_selected=self.only_selected)
+
+    def draw_solver(self, layout):
+        col = layout.column()
+        col.prop(self, "method")
+        col.prop(self, "max_iterations")
+        col.prop(self, "tolerance")
+        col.prop(self, "root_mode")
 
 
 class SINEW_OT_solve(_SolverProps, bpy.types.Operator):
-    """Solve the armature's IK goals at the current frame with Sinew, from the current pose, and
-    key the result at this frame (IK constraints stay on, so other frames keep their IK)"""
-
     bl_idname = "sinew.solve"
-    bl_label = "IK Solve"
+    bl_label = "Solve IK"
+    bl_description = ("Solve the IK goals of the armatures in Pose Mode at the current frame with Sinew, from "
+                      "the current pose; keys follow Auto Keying and the active keying set")
     bl_options = {'REGISTER', 'UNDO'}
 
     use_keyframes: BoolProperty(
-        name="Insert Keyframes", description="Key the rotation of the bones the solve moved at the current frame",
-        default=True)
+        name="Insert Keyframes",
+        description="Key the bones the solve moved at the current frame (through the active keying set, if "
+                    "any); not set, it follows Auto Keying",
+        default=False, options={'SKIP_SAVE'})
 
     @classmethod
     def poll(cls, context):
         return _poll_editable_armature(cls, context)
 
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        layout.use_property_decorate = False
+        layout.prop(self, "use_keyframes")
+        layout.prop(self, "only_selected")
+        self.draw_solver(layout)
+
     def execute(self, context):
-        ob = _active_armature(context)
-        if ob is None:
-            self.report({'ERROR'}, "The active object is not an armature")
+        obs = _editable_armatures(self, context)
+        if obs is None:
             return {'CANCELLED'}
+        # As Blender's pose tools: keys only with Auto Keying on, unless asked either way.
+        follows_auto_keying = not self.properties.is_property_set("use_keyframes")
+        if follows_auto_keying:
+            self.use_keyframes = context.scene.tool_settings.use_keyframe_insert_auto
+        key = self.use_keyframes
+        settings = self.settings()
         try:
-            res = pipeline.solve_pose(context, ob, self.settings(), key=self.use_keyframes)
+            keying_set = keys.active_keying_set(context.scene) if key else None
+            results, skipped = pipeline.solve_poses(context, obs, settings, key=key, keying_set=keying_set)
         except ReadError as ex:
             self.report({'ERROR'}, str(ex))
             return {'CANCELLED'}
         except Exception as ex:  # a bug: never a traceback in the UI
             return _failed(self, ex)
-        for w in res.problem.warnings:
-            self.report({'WARNING'}, w)
-        note = pipeline.itasc_note(ob, self.settings())
-        if note:
-            self.report({'INFO'}, note)
-        if res.problem.replaced:
-            names = ", ".join(f'"{c}" (bone "{b}")' for b, c in res.problem.replaced)
-            self.report({'INFO'}, f"Sinew: IK constraint(s) {names} stay on: IK Solve mutes nothing, so every other "
-                                  "frame keeps its IK, and at this frame Blender's IK acts on top of the keyed pose "
-                                  "(Bake Tracked Targets mutes them)")
-        self.report(*solve_report(res))
+        several = len(results) > 1
+        for text in skipped:
+            self.report({'INFO'}, f"Sinew: skipped: {text}")
+        for res in results:
+            ob, pre = res.problem.ob, _prefix(res.problem.ob, several)
+            for w in res.problem.warnings:
+                self.report({'WARNING'}, pre + w)
+            note = pipeline.itasc_note(ob, settings)
+            if note:
+                self.report({'INFO'}, note)
+            if res.problem.replaced:
+                names = ", ".join(f'"{c}" (bone "{b}")' for b, c in res.problem.replaced)
+                self.report({'INFO'}, f"Sinew: {pre}IK constraint(s) {names} stay on: Solve IK mutes nothing, so "
+                                      "every other frame keeps its IK, and at this frame Blender's IK acts on top of "
+                                      "the keyed pose (Bake IK to Keyframes mutes them)")
+            if res.key_note:
+                self.report({'INFO'}, f"Sinew: {pre}{res.key_note}")
+        if not key and follows_auto_keying:
+            self.report({'INFO'}, "Sinew: the pose is set, not keyed (Auto Keying is off; turn Insert Keyframes on "
+                                  "in the Adjust Last Operation panel to key it)")
+        self.report(*combined_solve_report(results))
         return {'FINISHED'}
 
 
 def solve_report(res):
-    """(level, text) of a solve: what Blender's evaluated pose reaches, after writing."""
+    """(level, text) of one armature's solve: what Blender's evaluated pose reaches, after
+    writing. Only the goals that miss are named (with by how much)."""
+    level, body = _solve_report_body(res)
+    return level, f"Sinew: {body}"
+
+
+def combined_solve_report(results):
+    """(level, text) for the solves of one or several armatures."""
+    if len(results) == 1:
+        return solve_report(results[0])
+    parts = [_solve_report_body(res) for res in results]
+    level = {'WARNING'} if any(lv == {'WARNING'} for lv, _ in parts) else {'INFO'}
+    return level, (f"Sinew solved {len(results)} armatures: " +
+                   "; ".join(f'"{res.problem.ob.name}": {body}' for res, (_lv, body) in zip(results, parts)))
+
+
+def _solve_report_body(res):
     goals = res.problem.goals
     misses = res.misses
-    worst = float(misses.max()) if misses.size else 0.0
-    tail = f"{res.iterations} iterations, worst residual {worst:.6g}, {res.seconds * 1000:.1f} ms ({res.goal_report()})"
+    worst = float(misses.max()) if misses is not None and misses.size else 0.0
+    tail = f"{res.iterations} iterations, worst residual {worst:.6g}, {res.seconds * 1000:.1f} ms"
     if res.reached_in_blender:
-        return {'INFO'}, f"Sinew: {len(goals)} goal(s) reached, {tail}"
+        what = "1 goal reached" if len(goals) == 1 else f"all {len(goals)} goals reached"
+        return {'INFO'}, f"{what}, {tail} ({res.goal_report()})"
     tol = pipeline.verify_tolerance(res.tolerance)
-    missed = [(g.bone, float(m)) for g, m in zip(goals, misses) if m > tol]
-    what = "; ".join(f'bone "{b}" misses its target by {m:.6g}' for b, m in missed)
+    ori = res.orientation_residuals
+    missed = [(i, g.bone, float(m)) for i, (g, m) in enumerate(zip(goals, misses)) if m > tol]
+
+    def miss_text(i, bone, m):
+        text = f'bone "{bone}" misses its target by {m:.6g}'
+        if goals[i].use_orientation and i < len(ori):
+            text += f" (orientation error {float(ori[i]) * 57.29577951308232:.3g}°)"
+        return text
+
+    what = ", ".join(miss_text(*t) for t in missed)
+    reached = len(goals) - len(missed)
+    others = f"; the other {_count(reached, 'goal')} reached" if reached else ""
     differs = [(g.bone, float(r)) for g, m, r in zip(goals, misses, res.residuals) if m > r + tol]
     if differs:
         sinew_says = ", ".join(f'"{b}" {r:.6g}' for b, r in differs)
-        return {'WARNING'}, (f"Sinew: {len(missed)} of {len(goals)} goal(s) not reached in Blender's evaluated pose "
-                             f"({what}), although Sinew's solution comes closer (its residuals: {sinew_says}): "
-                             f"something on the rig acts on top of the solved rotations (see the warnings); {tail}")
-    return {'INFO'}, (f"Sinew: {len(missed)} of {len(goals)} goal(s) not reached ({res.stop_reason}): {what}; {tail}")
+        return {'WARNING'}, (f"in Blender's evaluated pose {what}{others}, although Sinew's solution comes closer "
+                             f"(its residuals: {sinew_says}): something on the rig acts on top of the solved "
+                             f"rotations (see the warnings); {tail}")
+    return {'INFO'}, f"{what}{others} ({res.stop_reason}); {tail}"
+
+
+def bake_report(r):
+    """(level, text without the leading "Sinew ") of one armature's bake: timing, and the goals that missed with their worst
+    distance and frame (or that every goal was reached)."""
+    n = len(r.frames)
+    per = r.seconds / max(n, 1)
+    goals = pipeline.bake_goal_results(r)
+    missed = [g for g in goals if g["missed"]]
+    if missed:
+        what = ", ".join(f'bone "{g["bone"]}" misses by up to {g["worst"]:.6g} at frame {g["frame"]} '
+                         f'({g["missed"]} of {_count(n, "frame")})' for g in missed)
+        reached = len(goals) - len(missed)
+        what += f"; the other {_count(reached, 'goal')} reached" if reached else ""
+    else:
+        what = "the goal reached on every frame" if len(goals) == 1 else f"all {len(goals)} goals reached on every frame"
+    ori = [g for g in goals if g["orientation"] is not None]
+    if ori:
+        what += "; orientation error up to " + ", ".join(f'{g["orientation"]:.3g}° ("{g["bone"]}")' for g in ori)
+    checked = ""
+    if r.misses is not None:
+        worst = float(r.misses.max()) if r.misses.size else 0.0
+        checked = f"; Blender's evaluated pose checked at {len(r.checked_frames)} frames, worst miss {worst:.6g}"
+    return {'INFO'}, (f"baked {n} frames in {r.seconds:.2f} s ({per * 1000:.2f} ms/frame, solve "
+                      f"{r.solve_seconds:.2f} s), worst residual {r.worst_residual:.6g}: {what}{checked}")
+
+
+def _scene_range(scene):
+    """The frames a bake covers by default: the preview range when it is on (as Bake Action),
+    else the scene's."""
+    if scene.use_preview_range:
+        return scene.frame_preview_start, scene.frame_preview_end
+    return scene.frame_start, scene.frame_end
 
 
 class SINEW_OT_bake(_SolverProps, bpy.types.Operator):
-    """Bake the armature's IK goals over a frame range: sample every target per frame, solve the
-    whole sequence with Sinew and key the result"""
-
     bl_idname = "sinew.bake"
-    bl_label = "Bake Tracked Targets"
-    bl_options = {'REGISTER', 'UNDO'}
+    bl_label = "Bake IK to Keyframes"
+    bl_description = ("Solve the IK goals of the armatures in Pose Mode on every frame of a range with Sinew and "
+                      "key the result, as Bake Action does for constraints")
+    # No REGISTER, so no Adjust Last Operation panel: changing a setting there would silently bake
+    # the whole range again. The dialog (invoke) is where the settings are made; UNDO undoes it.
+    bl_options = {'UNDO'}
 
-    frame_start: IntProperty(name="Start", description="First frame to bake (default: the scene's)",
-                             min=MIN_FRAME, max=MAX_FRAME)
-    frame_end: IntProperty(name="End", description="Last frame to bake (default: the scene's)",
-                           min=MIN_FRAME, max=MAX_FRAME)
+    frame_start: IntProperty(
+        name="Start Frame", description="First frame to bake (default: the scene's, or its preview range)",
+        min=MIN_FRAME, max=MAX_FRAME, options={'SKIP_SAVE'})
+    frame_end: IntProperty(
+        name="End Frame", description="Last frame to bake (default: the scene's, or its preview range)",
+        min=MIN_FRAME, max=MAX_FRAME, options={'SKIP_SAVE'})
     new_action: BoolProperty(
         name="New Action",
         description="Bake into an action of its own, <object>_Sinew, that starts as a copy of the current one "
@@ -151,6 +314,20 @@ class SINEW_OT_bake(_SolverProps, bpy.types.Operator):
         description="Leave the Blender IK constraints Sinew replaced enabled (by default they are muted, so what you "
                     "see is what Sinew baked; Restore IK Constraints turns them back on)",
         default=False)
+    # Key reduction (key_reduction.py). The angle is an ANGLE property: stored in radians (what
+    # Settings.reduction_angle and key_reduction take), shown and typed in degrees.
+    use_key_reduction: BoolProperty(
+        name="Reduce Keys", default=False,
+        description="After baking, remove the keys the animation does not need: the Bezier keys left keep every bone "
+                    "within the angle below of the bake on every frame, and the root within the distance")
+    reduction_angle: FloatProperty(
+        name="Angle Tolerance", subtype='ANGLE', default=math.radians(0.1), min=0.0, soft_max=math.radians(5.0),
+        precision=3, description="Largest rotation by which a bone may differ from the bake on any frame once keys "
+                                 "are removed")
+    reduction_distance: FloatProperty(
+        name="Distance Tolerance", subtype='DISTANCE', default=1e-4, min=0.0, soft_max=0.01, precision=5,
+        description="Largest distance by which the root bone's location may differ from the bake on any frame once "
+                    "keys are removed")
 
     _job = None
     _timer = None
@@ -160,75 +337,120 @@ class SINEW_OT_bake(_SolverProps, bpy.types.Operator):
     def poll(cls, context):
         return _poll_editable_armature(cls, context)
 
+    def settings(self):
+        s = super().settings()
+        s.key_reduction = self.use_key_reduction
+        s.reduction_angle = float(self.reduction_angle)
+        s.reduction_distance = float(f"{self.reduction_distance:.7g}")
+        return s
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        layout.use_property_decorate = False
+        col = layout.column(align=True)
+        col.prop(self, "frame_start")
+        col.prop(self, "frame_end", text="End")
+        col = layout.column()
+        col.prop(self, "method")
+        col.prop(self, "only_selected")
+        col.prop(self, "only_moved")
+        col.prop(self, "new_action")
+        col.prop(self, "keep_constraints")
+        col = layout.column(heading="Key Reduction")
+        col.prop(self, "use_key_reduction", text="Reduce Keys")
+        sub = col.column(align=True)
+        sub.active = self.use_key_reduction
+        sub.prop(self, "reduction_angle", text="Angle")
+        sub.prop(self, "reduction_distance", text="Distance")
+        col = layout.column()
+        col.prop(self, "max_iterations")
+        col.prop(self, "tolerance")
+        col.prop(self, "root_mode")
+
     def _range(self, context):
-        s = context.scene
-        start = self.frame_start if self.properties.is_property_set("frame_start") else s.frame_start
-        end = self.frame_end if self.properties.is_property_set("frame_end") else s.frame_end
+        start, end = _scene_range(context.scene)
+        if self.properties.is_property_set("frame_start"):
+            start = self.frame_start
+        if self.properties.is_property_set("frame_end"):
+            end = self.frame_end
         self.frame_start, self.frame_end = start, end
         return start, end
 
-    def _make_job(self, context, chunk=0):
-        ob = _active_armature(context)
-        if ob is None:
-            raise ReadError("The active object is not an armature")
+    def _make_batch(self, context, obs, chunk=0):
         start, end = self._range(context)
-        return pipeline.BakeJob(context, ob, start, end, self.settings(), new_action=self.new_action,
-                                only_moved=self.only_moved, keep_constraints=self.keep_constraints, chunk=chunk)
-
-    def _finish(self, job):
-        r = job.result
-        for w in r.warnings:
-            self.report({'WARNING'}, w)
-        note = pipeline.itasc_note(job.ob, job.settings)
-        if note:
-            self.report({'INFO'}, note)
-        if r.action_note:
-            self.report({'INFO'}, r.action_note)
-        n = len(r.frames)
-        per = r.seconds / max(n, 1)
-        not_reached = int((~r.reached).sum())
-        extra = f", {not_reached} frame(s) not reached by Sinew" if not_reached else ""
-        checked = ""
-        if r.misses is not None:
-            worst = float(r.misses.max()) if r.misses.size else 0.0
-            checked = f"; Blender's evaluated pose checked at {len(r.checked_frames)} frames, worst miss {worst:.6g}"
-        self.report({'INFO'}, f"Sinew baked {n} frames in {r.seconds:.2f} s ({per * 1000:.2f} ms/frame, solve "
-                              f"{r.solve_seconds:.2f} s), worst residual {r.worst_residual:.6g}{extra}{checked} "
-                              f"(worst frame per goal: {r.goal_report()})")
-        missed = r.blender_misses
-        if missed:
-            goals = job.problem.goals
-            frames = sorted({f for f, _i, _m in missed})
-            f, i, m = missed[0]
-            self.report({'WARNING'}, f"Sinew: Blender's evaluated pose misses targets at {len(frames)} of the "
-                                     f"{len(r.checked_frames)} checked frames (worst: bone \"{goals[i].bone}\" by "
-                                     f"{m:.6g} at frame {f}); something on the rig acts on top of the baked keys "
-                                     "(see the warnings)")
-
-    def execute(self, context):
-        try:
-            job = self._make_job(context)
-            job.run()
-        except ReadError as ex:
-            self.report({'ERROR'}, str(ex))
-            return {'CANCELLED'}
-        except Exception as ex:  # a bug: the job put the scene back; never a traceback in the UI
-            return _failed(self, ex)
-        self._finish(job)
-        return {'FINISHED'}
+        jobs, skipped = pipeline.make_bake_jobs(context, obs, start, end, self.settings(), new_action=self.new_action,
+                                                only_moved=self.only_moved, keep_constraints=self.keep_constraints,
+                                                chunk=chunk)
+        return pipeline.BakeBatch(jobs), skipped
 
     def invoke(self, context, event):
-        if context.window is None or bpy.app.background:
+        # As Bake Action: a dialog with the range (the scene's) and the options; baking starts on OK.
+        self._range(context)
+        if context.window is None:
             return self.execute(context)
+        return context.window_manager.invoke_props_dialog(self, width=340, title="Bake IK to Keyframes",
+                                                          confirm_text="Bake")
+
+    def execute(self, context):
+        obs = _editable_armatures(self, context)
+        if obs is None:
+            return {'CANCELLED'}
+        modal = self.options.is_invoke and context.window is not None and not bpy.app.background
         try:
-            job = self._make_job(context, chunk=10)
+            batch, skipped = self._make_batch(context, obs, chunk=10 if modal else 0)
+            if modal:
+                return self._start_modal(context, batch, skipped)
+            batch.run()
         except ReadError as ex:
             self.report({'ERROR'}, str(ex))
             return {'CANCELLED'}
-        except Exception as ex:
+        except Exception as ex:  # a bug: the jobs put the scene back; never a traceback in the UI
             return _failed(self, ex)
-        self._job = job
-        self._gen = job.steps()
+        self._finish(batch, skipped)
+        return {'FINISHED'}
+
+    def _finish(self, batch, skipped):
+        jobs = batch.jobs
+        several = len(jobs) > 1
+        for text in skipped:
+            self.report({'INFO'}, f"Sinew: skipped: {text}")
+        missed_total = 0
+        for job in jobs:
+            r, pre = job.result, _prefix(job.ob, several)
+            for w in r.warnings:
+                self.report({'WARNING'}, pre + w)
+            note = pipeline.itasc_note(job.ob, job.settings)
+            if note:
+                self.report({'INFO'}, note)
+            if r.action_note:
+                self.report({'INFO'}, pre + r.action_note)
+            pipeline.store_bake_results(job.ob, r, job.settings)
+            missed_total += sum(1 for g in pipeline.bake_goal_results(r) if g["missed"])
+            level, text = bake_report(r)
+            self.report(level, f'Sinew: "{job.ob.name}" {text}' if several else f"Sinew {text}")
+            if r.reduction is not None:
+                self.report({'INFO'}, f"Sinew: {pre}{r.reduction.report()}")
+            missed = r.blender_misses
+            if missed:
+                goals = job.problem.goals
+                frames = sorted({f for f, _i, _m in missed})
+                f, i, m = missed[0]
+                self.report({'WARNING'}, f"Sinew: {pre}Blender's evaluated pose misses targets at {len(frames)} of "
+                                         f"the {len(r.checked_frames)} checked frames (worst: bone \"{goals[i].bone}\" "
+                                         f"by {m:.6g} at frame {f}); something on the rig acts on top of the baked "
+                                         "keys (see the warnings)")
+        if several:
+            r0 = jobs[0].result
+            names = ", ".join(f'"{job.ob.name}"' for job in jobs)
+            what = f"{_count(missed_total, 'goal')} missed (see above)" if missed_total else "every goal reached"
+            self.report({'INFO'}, f"Sinew baked {len(jobs)} armatures ({names}) over frames {int(r0.frames[0])} to "
+                                  f"{int(r0.frames[-1])} in {sum(job.result.seconds for job in jobs):.2f} s: {what}")
+
+    def _start_modal(self, context, batch, skipped):
+        self._job = batch
+        self._skipped = skipped
+        self._gen = batch.steps()
         wm = context.window_manager
         self._timer = wm.event_timer_add(0.01, window=context.window)
         wm.progress_begin(0, 100)
@@ -258,7 +480,7 @@ class SINEW_OT_bake(_SolverProps, bpy.types.Operator):
             progress = next(self._gen)
         except StopIteration:
             progress = 1.0
-        except Exception as ex:  # ReadError, or a bug: either way stop cleanly (the job restored the scene)
+        except Exception as ex:  # ReadError, or a bug: either way stop cleanly (the jobs restored the scene)
             self._cleanup(context)
             if isinstance(ex, ReadError):
                 self.report({'ERROR'}, str(ex))
@@ -266,58 +488,61 @@ class SINEW_OT_bake(_SolverProps, bpy.types.Operator):
             return _failed(self, ex)
         context.window_manager.progress_update(int(progress * 100))
         context.workspace.status_text_set(f"Sinew: baking… {progress * 100:.0f}% (Esc to cancel)")
-        if self._job.done and self._job.result is not None:
+        if self._job.done:
             self._cleanup(context)
-            self._finish(self._job)
+            self._finish(self._job, self._skipped)
             return {'FINISHED'}
         return {'RUNNING_MODAL'}
 
 
 class SINEW_OT_restore_constraints(bpy.types.Operator):
-    """Turn back on the Blender IK constraints that Sinew bakes muted on the active armature
-    (exactly those, as recorded when they were muted)"""
-
     bl_idname = "sinew.restore_constraints"
     bl_label = "Restore IK Constraints"
+    bl_description = ("Turn back on exactly the Blender IK constraints that Sinew bakes muted on the armatures "
+                      "in Pose Mode")
     bl_options = {'REGISTER', 'UNDO'}
 
     @classmethod
     def poll(cls, context):
         if not _poll_editable_armature(cls, context):
             return False
-        if not keys.muted_records(_active_armature(context)):
+        if not any(keys.muted_records(ob) for ob in armatures(context)):
             cls.poll_message_set("Sinew has not muted any IK constraint of this armature")
             return False
         return True
 
     def execute(self, context):
-        ob = _active_armature(context)
-        if ob is None or not ob.is_editable:
+        obs = [ob for ob in armatures(context) if ob.is_editable]
+        if not obs:
             self.report({'ERROR'}, "The active object is not an editable armature")
             return {'CANCELLED'}
+        several = len(obs) > 1
+        restored_all = []
         try:
-            restored, problems = keys.restore_constraints(ob)
+            for ob in obs:
+                restored, problems = keys.restore_constraints(ob)
+                for p in problems:
+                    self.report({'WARNING'}, _prefix(ob, several) + p)
+                restored_all += [_prefix(ob, several) + r for r in restored]
         except Exception as ex:
             return _failed(self, ex)
-        for p in problems:
-            self.report({'WARNING'}, p)
-        if restored:
-            self.report({'INFO'}, f"Sinew: turned {len(restored)} IK constraint(s) back on: {', '.join(restored)}")
+        if restored_all:
+            self.report({'INFO'}, f"Sinew: turned {len(restored_all)} IK constraint(s) back on: "
+                                  f"{', '.join(restored_all)}")
         else:
             self.report({'INFO'}, "Sinew: the IK constraints it muted are already on")
         return {'FINISHED'}
 
 
 class SINEW_OT_export_problem(_SolverProps, bpy.types.Operator, ExportHelper):
-    """Write the exact IK problem Sinew would solve for this armature at the current frame to a
-    JSON file (sinew.problem/1), e.g. for a bug report"""
-
     bl_idname = "sinew.export_problem"
     bl_label = "Export IK Problem"
+    bl_description = ("Write the exact IK problem Sinew would solve for the active armature at the current frame "
+                      "to a JSON file (sinew.problem/1), for example for a bug report")
     bl_options = {'REGISTER'}
 
     filename_ext = ".json"
-    filter_glob: StringProperty(default="*.json", options={'HIDDEN'})
+    filter_glob: StringProperty(default="*.json", options={'HIDDEN'}, description="Files the file browser lists")
 
     @classmethod
     def poll(cls, context):
@@ -325,6 +550,14 @@ class SINEW_OT_export_problem(_SolverProps, bpy.types.Operator, ExportHelper):
             cls.poll_message_set("Select an armature (not in Edit Mode)")
             return False
         return True
+
+    def draw(self, context):
+        # Every option here goes into the file (which goals, and the solver settings it records).
+        layout = self.layout
+        layout.use_property_split = True
+        layout.use_property_decorate = False
+        layout.prop(self, "only_selected")
+        self.draw_solver(layout)
 
     def execute(self, context):
         ob = _active_armature(context)
@@ -348,20 +581,29 @@ class SINEW_OT_export_problem(_SolverProps, bpy.types.Operator, ExportHelper):
         return {'FINISHED'}
 
 
-def menu_pose(self, context):
+# -- Menus ------------------------------------------------------------------------------------
+# Pose > Inverse Kinematics (VIEW3D_MT_pose_ik) gets Solve IK and Restore IK Constraints; the
+# Animation menu (VIEW3D_MT_object_animation: Pose > Animation in Pose Mode, Object > Animation
+# in Object Mode) gets the bake, next to Bake Action. Once each, and F3 finds them there.
+
+
+def menu_pose_ik(self, context):
     layout = self.layout
     layout.separator()
-    layout.operator(SINEW_OT_solve.bl_idname, icon='CON_KINEMATIC')
-    layout.operator(SINEW_OT_bake.bl_idname, icon='ACTION')
-    layout.operator(SINEW_OT_restore_constraints.bl_idname, icon='CONSTRAINT_BONE')
+    layout.operator(SINEW_OT_solve.bl_idname)
+    layout.operator(SINEW_OT_restore_constraints.bl_idname)
 
 
-def menu_object_animation(self, context):
+def menu_animation(self, context):
+    ob = context.active_object
+    if ob is None or ob.type != 'ARMATURE':
+        return
     layout = self.layout
     layout.separator()
-    layout.operator(SINEW_OT_solve.bl_idname, icon='CON_KINEMATIC')
-    layout.operator(SINEW_OT_bake.bl_idname, icon='ACTION')
+    layout.operator(SINEW_OT_bake.bl_idname, text="Bake IK to Keyframes...")
 
+
+MENUS = (("VIEW3D_MT_pose_ik", menu_pose_ik), ("VIEW3D_MT_object_animation", menu_animation))
 
 classes = (SINEW_OT_solve, SINEW_OT_bake, SINEW_OT_restore_constraints, SINEW_OT_export_problem)
 
@@ -369,12 +611,12 @@ classes = (SINEW_OT_solve, SINEW_OT_bake, SINEW_OT_restore_constraints, SINEW_OT
 def register():
     for cls in classes:
         bpy.utils.register_class(cls)
-    bpy.types.VIEW3D_MT_pose.append(menu_pose)
-    bpy.types.VIEW3D_MT_object_animation.append(menu_object_animation)
+    for menu, fn in MENUS:
+        getattr(bpy.types, menu).append(fn)
 
 
 def unregister():
-    bpy.types.VIEW3D_MT_object_animation.remove(menu_object_animation)
-    bpy.types.VIEW3D_MT_pose.remove(menu_pose)
+    for menu, fn in reversed(MENUS):
+        getattr(bpy.types, menu).remove(fn)
     for cls in reversed(classes):
         bpy.utils.unregister_class(cls)

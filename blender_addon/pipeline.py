@@ -4,6 +4,8 @@ headless Blender has no modal loop).
 
 * ``solve_pose``: one frame, from the current pose, which is also the reference pose (where the
   freedom the goals leave falls back to: the pose before IK, as Blender's IK starts from).
+  ``solve_poses`` does it for several armatures (multi-object Pose Mode): all are read and solved
+  before any is written.
 * ``BakeJob``: a frame range. ``steps()`` samples the targets over the range, solves with
   ``solve_sequence`` and writes the keys at the very end, yielding progress in between, so a
   modal operator can run it in chunks and cancel it without having changed anything.
@@ -12,6 +14,7 @@ headless Blender has no modal loop).
   range (``pose_is_static``); anything else is sampled by stepping the frames. The same pass
   samples each frame's FK pose of the moved bones (their action-evaluated local rotations, which
   IK constraints never change) as that frame's reference pose for ``solve_sequence``.
+  ``BakeBatch`` runs one job per armature: all sample and solve, then all write, then all measure.
 * ``problem_document``: the exact problem as ``sinew.problem/1`` JSON.
 
 Every read and check happens before the first write: an error leaves the scene as it was.
@@ -19,6 +22,8 @@ Every read and check happens before the first write: an error leaves the scene a
 
 from __future__ import annotations
 
+import json
+import math
 import re
 import time
 from dataclasses import dataclass, field
@@ -27,10 +32,38 @@ import bpy
 import numpy as np
 from mathutils import Euler, Matrix, Quaternion
 
-from . import keys, rig_reader
+from . import key_reduction, keys, rig_reader
 from .rig_reader import ReadError, engine
 
 ROOT_MODES = ("pinned", "free")
+
+
+DEFAULT_METHOD = "fabrik"
+
+
+def method_names() -> list[str]:
+    """The engine's IK methods by name (``sinew.methods()``: every method the core lists)."""
+    sinew = engine()
+    lister = getattr(sinew, "methods", None)
+    return list(lister()) if lister is not None else [DEFAULT_METHOD]
+
+
+# Names and tooltips for the methods the add-on knows; a method the engine adds later is listed
+# with its own name (method_label, method_description).
+METHOD_INFO = {
+    "fabrik": ("FABRIK", "Forward and backward reaching IK, finished with damped least squares steps"),
+    "dls": ("Damped Least Squares", "Jacobian damped least squares steps"),
+}
+
+
+def method_label(name: str) -> str:
+    info = METHOD_INFO.get(name)
+    return info[0] if info else name.replace("_", " ").title()
+
+
+def method_description(name: str) -> str:
+    info = METHOD_INFO.get(name)
+    return info[1] if info else f'The Sinew engine\'s "{name}" method'
 
 
 @dataclass
@@ -38,13 +71,22 @@ class Settings:
     max_iterations: int = 100
     tolerance: float = 1e-4
     root: str = "pinned"
+    method: str = DEFAULT_METHOD    # one of method_names()
+    only_selected: bool = False     # only the goals of selected bones (rig_reader.selected_goals)
+    # Key reduction after a bake (key_reduction.reduce_bake, called in BakeJob._write): the bake
+    # dialog's Reduce Keys, Angle Tolerance (an ANGLE property: radians, shown in degrees) and
+    # Distance Tolerance.
+    key_reduction: bool = False
+    reduction_angle: float = math.radians(0.1)   # radians a reduced rotation may deviate
+    reduction_distance: float = 1e-4             # distance a reduced location may deviate
 
     def solver(self):
         sinew = engine()
         if self.root not in ROOT_MODES:
             raise ReadError(f"Root mode must be one of {ROOT_MODES}, not {self.root!r}")
         try:
-            return sinew.Solver(method="fabrik", max_iterations=int(self.max_iterations), tolerance=float(self.tolerance))
+            return sinew.Solver(method=str(self.method), max_iterations=int(self.max_iterations),
+                                tolerance=float(self.tolerance))
         except sinew.SinewError as ex:
             raise ReadError(f"Bad solver setting: {ex}") from ex
 
@@ -64,6 +106,7 @@ class SolveResult:
     tolerance: float = 1e-4
     orientation_residuals: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (G,) radians
     scales: np.ndarray | None = None   # (N,) pose scales keyed (each bone's length over its parent's), if it stretches
+    key_note: str = ""             # how the keys were written, when a keying set was used
 
     @property
     def reached_in_blender(self) -> bool:
@@ -117,8 +160,8 @@ def itasc_note(ob, settings: Settings) -> str | None:
     if pose is None or pose.ik_solver != 'ITASC':
         return None
     p = pose.ik_param
-    return (f'Armature "{ob.name}" is set to the iTaSC IK solver; Sinew solved it with its own solver (FABRIK, '
-            f"{settings.max_iterations} iterations, tolerance {settings.tolerance:g}, root {settings.root}), "
+    return (f'Armature "{ob.name}" is set to the iTaSC IK solver; Sinew solved it with its own solver '
+            f"({method_label(settings.method)}, {settings.max_iterations} iterations, tolerance {settings.tolerance:g}, root {settings.root}), "
             "taking target, pole, chain length, Use Tail, Rotation, weight and the bones' IK limits from the rig. "
             f"iTaSC's own settings (mode {p.mode.title()}, solver {p.solver}, precision {p.precision:g}, "
             f"{p.iterations} iterations) and its per-constraint weights were not used")
@@ -155,16 +198,64 @@ def _restore_pose(ob, snap):
             pb.location, pb.rotation_quaternion, pb.rotation_euler, pb.rotation_axis_angle, pb.scale = s
 
 
-def solve_pose(context, ob, settings: Settings, *, key: bool = True) -> SolveResult:
-    """Solves armature ``ob`` at the current frame from its current pose and writes the moved
-    bones' rotations (and keys them at the current frame when ``key``). Blender IK constraints
-    are left as they are (other frames keep them); then Blender's evaluated pose is measured
-    against the targets (``SolveResult.misses``)."""
+class PendingSolve:
+    """One armature solved and not yet written (``prepare_solve``): ``write()`` sets (and keys)
+    the pose, ``finish()`` measures Blender's evaluated pose and gives the SolveResult.
+    ``scales``: (N,) the pose scales to set and key (each bone's length over its parent's) when
+    the rig stretches, else None; ``targets``: (G, 3) the targets solved for (moved by influence)."""
+
+    def __init__(self, ob, problem, settings, sol, rotations, root_bone, key, frame, t0, scales=None, targets=None):
+        self.ob, self.problem, self.settings, self.sol = ob, problem, settings, sol
+        self.rotations, self.root_bone, self.key, self.frame, self.t0 = rotations, root_bone, key, frame, t0
+        self.scales, self.targets = scales, targets
+        self.keyed: list[str] = []
+        self.key_note = ""
+        self._saved_pose = _snapshot_pose(ob)
+
+    def write(self, context, keying_set=None) -> None:
+        """Sets the moved bones' rotations (their scales, where the rig stretches, and the free
+        root's location) and, when keying, keys them at the frame: through ``keying_set`` if given
+        (``keys.key_with_keying_set``: the keying set decides the channels), else their rotation
+        channels (the scales of a stretching rig's moved bones, the free root's location)."""
+        ob, problem = self.ob, self.problem
+        idx = problem.index
+        moved = problem.moved_bones
+        moved_idx = [idx[n] for n in moved]
+        keys.set_pose(ob, moved, self.rotations[moved_idx], self.root_bone, np.asarray(self.sol.root_translation),
+                      self.scales[moved_idx] if self.scales is not None else None)
+        if not self.key:
+            return
+        key_scale = self.scales is not None
+        if keying_set is not None:
+            self.keyed, self.key_note = keys.key_with_keying_set(context, ob, moved, self.frame, keying_set,
+                                                                 self.root_bone, key_scale=key_scale)
+        else:
+            keys.key_current(ob, moved, self.frame, self.root_bone, key_scale=key_scale)
+            self.keyed = list(moved)
+
+    def restore(self) -> None:
+        """Puts the pose back as it was when the solve was prepared (keys are not touched)."""
+        _restore_pose(self.ob, self._saved_pose)
+
+    def finish(self, depsgraph) -> SolveResult:
+        sol = self.sol
+        # (Against the targets solved for: a goal moved by its influence, blend_goals.)
+        misses = evaluated_misses(self.problem, depsgraph, self.targets)
+        res = SolveResult(self.problem, self.rotations, np.asarray(sol.root_translation), np.asarray(sol.residuals),
+                          int(sol.iterations), bool(sol.reached), str(sol.stop_reason), list(self.keyed),
+                          time.perf_counter() - self.t0, misses, self.settings.tolerance,
+                          np.asarray(sol.orientation_residuals), scales=self.scales, key_note=self.key_note)
+        return res
+
+
+def prepare_solve(context, ob, settings: Settings, *, key: bool = True) -> PendingSolve:
+    """Reads armature ``ob`` and solves it at the current frame from its current pose, changing
+    nothing (ReadError, NoGoalsError when it has no goal to solve). See ``solve_pose``."""
     sinew = engine()
     t0 = time.perf_counter()
     check_editable(ob)
     depsgraph = context.evaluated_depsgraph_get()
-    problem = rig_reader.read(ob, depsgraph=depsgraph)
+    problem = rig_reader.read(ob, depsgraph=depsgraph, only_selected=settings.only_selected)
     solver = settings.solver()
     targets = problem.sample_goals(depsgraph)
     problem.check_samples(*(a[None] for a in targets), [context.scene.frame_current])
@@ -198,21 +289,54 @@ def solve_pose(context, ob, settings: Settings, *, key: bool = True) -> SolveRes
     problem.blend_result(pose_f, rotations[None], scales)
     if not np.all(np.isfinite(rotations)) or (scales is not None and not np.all(np.isfinite(scales))):
         raise ReadError("Sinew returned a non-finite pose; nothing was changed")
+    return PendingSolve(ob, problem, settings, sol, rotations, root_bone, key, context.scene.frame_current, t0,
+                        scales[0] if scales is not None else None, targets[0])
 
-    # -- writes start here --
-    idx = problem.index
-    moved = problem.moved_bones
-    moved_idx = [idx[n] for n in moved]
-    keys.set_pose(ob, moved, rotations[moved_idx], root_bone, np.asarray(sol.root_translation),
-                  scales[0][moved_idx] if scales is not None else None)
-    if key:
-        keys.key_current(ob, moved, context.scene.frame_current, root_bone, key_scale=scales is not None)
+
+def solve_pose(context, ob, settings: Settings, *, key: bool = True, keying_set=None) -> SolveResult:
+    """Solves armature ``ob`` at the current frame from its current pose and writes the moved
+    bones' rotations (and keys them at the current frame when ``key``, through ``keying_set``
+    when given). Blender IK constraints are left as they are (other frames keep them); then
+    Blender's evaluated pose is measured against the targets (``SolveResult.misses``)."""
+    return solve_poses(context, [ob], settings, key=key, keying_set=keying_set)[0][0]
+
+
+def _armature_error(ob, ex: ReadError, several: bool) -> ReadError:
+    """``ex``, naming the armature when several are solved and the message does not."""
+    text = str(ex)
+    if not several or text.startswith(f'Armature "{ob.name}"'):
+        return ex
+    return type(ex)(f'Armature "{ob.name}": {text}')
+
+
+def solve_poses(context, obs, settings: Settings, *, key: bool = True, keying_set=None):
+    """Solves every armature of ``obs`` (one engine call each) and writes them only when all could
+    be solved: (results, skipped), where ``skipped`` says which armatures had no goal to solve
+    (with several armatures such an armature is skipped; with one, or when none has a goal,
+    NoGoalsError). Any other ReadError changes nothing."""
+    several = len(obs) > 1
+    pending, skipped = [], []
+    for ob in obs:
+        try:
+            pending.append(prepare_solve(context, ob, settings, key=key))
+        except rig_reader.NoGoalsError as ex:
+            if not several:
+                raise
+            skipped.append(str(ex))
+        except ReadError as ex:
+            raise _armature_error(ob, ex, several) from ex
+    if not pending:
+        raise rig_reader.NoGoalsError("No armature in Pose Mode has a goal to solve: " + " ".join(skipped))
+    try:
+        for p in pending:
+            p.write(context, keying_set)
+    except BaseException:
+        for p in pending:
+            p.restore()
+        raise
     context.view_layer.update()
-    misses = evaluated_misses(problem, context.evaluated_depsgraph_get(), targets[0])
-    return SolveResult(problem, rotations, np.asarray(sol.root_translation), np.asarray(sol.residuals),
-                       int(sol.iterations), bool(sol.reached), str(sol.stop_reason), moved if key else [],
-                       time.perf_counter() - t0, misses, settings.tolerance, np.asarray(sol.orientation_residuals),
-                       scales[0] if scales is not None else None)
+    depsgraph = context.evaluated_depsgraph_get()
+    return [p.finish(depsgraph) for p in pending], skipped
 
 
 # --------------------------------------------------------------------------------------------
@@ -545,6 +669,8 @@ class BakeResult:
     orientation_residuals: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # (F, G) radians
     references: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 4)))  # (F, N, 4) FK pose per frame
     problem: object = None         # the rig_reader.RigProblem baked
+    reduction: object = None       # key_reduction.ReductionResult when the keys were reduced
+    miss_slack: np.ndarray | None = None  # (G,) how far the reduction may move each effector
     scales: np.ndarray | None = None  # (F, N) pose scales keyed (each bone's length over its parent's), if it stretches
 
     def goal_report(self) -> str:
@@ -563,6 +689,8 @@ class BakeResult:
         if self.misses is None:
             return []
         tol = verify_tolerance(self.tolerance)
+        if self.miss_slack is not None:  # key reduction moves the effectors by up to this
+            tol = tol + self.miss_slack
         engine = self.residuals[np.searchsorted(self.frames, self.checked_frames)]
         bad = (self.misses > tol) & (self.misses > engine + tol)
         out = [(int(self.checked_frames[k]), int(i), float(self.misses[k, i])) for k, i in np.argwhere(bad)]
@@ -584,6 +712,11 @@ class BakeJob:
     ``sampling``: "auto" samples plain F-curve-animated targets from their F-curves when the
     armature's pose is static over the range (see ``sample_goals_from_fcurves`` and
     ``pose_is_static``) and steps the frames otherwise; "frames" always steps the frames.
+
+    Key reduction: with ``settings.key_reduction``, the keys are reduced right after they are
+    written, within ``settings.reduction_angle`` (radians) and ``settings.reduction_distance``
+    (``key_reduction.reduce_bake``; ``self.reduction`` is that pair, or None), as part of the
+    write: if it fails, ``undo_write`` puts the scene back.
     """
 
     def __init__(self, context, ob, frame_start: int, frame_end: int, settings: Settings, *,
@@ -595,12 +728,14 @@ class BakeJob:
             raise ReadError(f"The frame range is empty ({frame_start}..{frame_end})")
         check_editable(ob)
         keys.check_action_writable(ob, new_action)
-        self.problem = rig_reader.read(ob)
+        self.problem = rig_reader.read(ob, only_selected=settings.only_selected)
         root_bone = self.problem.root_bone
         if settings.root == "free" and root_bone is not None and not ob.data.bones[root_bone].use_local_location:
             raise ReadError(f'Bone "{root_bone}": Local Location is off (Bone properties > Relations), so Sinew '
                             "cannot key its location for the Free root: turn Local Location on, or use the Pinned root")
         self.verify = verify
+        self.reduction = ((float(settings.reduction_angle), float(settings.reduction_distance))
+                          if settings.key_reduction else None)
         self.solver = settings.solver()
         self.settings = settings
         self.ob = ob
@@ -639,11 +774,13 @@ class BakeJob:
     # -- the work ---------------------------------------------------------------------------
 
     def steps(self):
+        """Samples, solves, writes and measures, yielding progress in [0, 1]; on any error the
+        scene is put back (``cancel``) and a ReadError (or the bug) is raised."""
         try:
-            yield from self._steps()
-        except ReadError:
-            self.cancel()
-            raise
+            yield from self.compute()
+            self.write()
+            self.measure()
+            yield 1.0
         except engine().SinewError as ex:
             self.cancel()
             raise ReadError(f"Sinew could not solve: {ex}") from ex
@@ -651,7 +788,10 @@ class BakeJob:
             self.cancel()
             raise
 
-    def _steps(self):
+    def compute(self):
+        """Samples and solves (steps 1 and 2), yielding progress up to 0.9; changes nothing but
+        the current frame and (through the animation) the pose, which ``cancel`` and ``write``
+        put back."""
         p, ob, scene = self.problem, self.ob, self.scene
         frames = self.frames
         nf, ng, nb = len(frames), len(p.goals), len(p.names)
@@ -807,17 +947,31 @@ class BakeJob:
             raise ReadError("Sinew returned a non-finite pose; nothing was changed")
         solve_s = time.perf_counter() - t0
 
-        # 3. Write (nothing before this point changed the scene, apart from the current frame).
-        t0 = time.perf_counter()
-        keyed = moved + others
-        keyed_rot = np.concatenate([rotations[:, [idx[n] for n in moved], :], others_rot], axis=1)
-        root_bone = p.root_bone if not pinned else None
-        _restore_pose(ob, self._saved_pose)
-        keyed_scales = None if local_scales is None else {n: local_scales[:, idx[n]] for n in moved}
-        action, prev, note, muted = self._write(frames, keyed, keyed_rot, root_bone, root_t, compat, keyed_scales)
-        write_s = time.perf_counter() - t0
+        self._computed = dict(
+            rotations=rotations, root_t=root_t, residuals=residuals, iterations=iterations, reached=reached,
+            orientation_residuals=orientation_residuals, references=references, per_frame=per_frame,
+            sample_s=sample_s, solve_s=solve_s, sampling="fcurves" if fast is not None else "frames",
+            keyed=moved + others, compat=compat,
+            keyed_rot=np.concatenate([rotations[:, [idx[n] for n in moved], :], others_rot], axis=1),
+            root_bone=p.root_bone if not pinned else None, targets=targets, scales=scales if p.stretches else None,
+            local_scales=local_scales,
+            keyed_scales=None if local_scales is None else {n: local_scales[:, idx[n]] for n in moved})
 
-        # 4. Measure what Blender evaluates from the keys at frames spread over the range.
+    def write(self):
+        """3. Writes the keys (nothing before this changed the scene, apart from the current
+        frame and the pose the animation set, which is put back first)."""
+        c = self._computed
+        t0 = time.perf_counter()
+        _restore_pose(self.ob, self._saved_pose)
+        c["action"], c["prev"], c["note"], c["muted"], c["reduction"] = self._write(
+            self.frames, c["keyed"], c["keyed_rot"], c["root_bone"], c["root_t"], c["compat"], c["keyed_scales"])
+        c["write_s"] = time.perf_counter() - t0
+
+    def measure(self):
+        """4. Measures what Blender evaluates from the keys at frames spread over the range, puts
+        the frame back and stores ``self.result``."""
+        c, p, scene, frames = self._computed, self.problem, self.scene, self.frames
+        nf, ng = len(frames), len(p.goals)
         t0 = time.perf_counter()
         checked, misses = None, None
         if self.verify:
@@ -826,53 +980,189 @@ class BakeJob:
             for k, f in enumerate(checked):
                 scene.frame_set(int(f))
                 # (Against the targets solved for: a goal moved by its influence, blend_goals.)
-                misses[k] = evaluated_misses(p, self.view_layer.depsgraph, targets[np.searchsorted(frames, f)])
+                misses[k] = evaluated_misses(p, self.view_layer.depsgraph, c["targets"][np.searchsorted(frames, f)])
         frame, sub = self._saved_frame
         scene.frame_set(frame, subframe=sub)
         self.done = True
         verify_s = time.perf_counter() - t0
-        self.result = BakeResult(frames, list(p.names), rotations, root_t, residuals, iterations, reached, list(keyed),
-                                 action, prev, muted, per_frame, sample_s, solve_s, write_s, list(p.warnings),
-                                 "fcurves" if fast is not None else "frames", note, self.settings.tolerance,
-                                 checked, misses, verify_s, orientation_residuals, references, p, local_scales)
-        yield 1.0
+        self.result = BakeResult(frames, list(p.names), c["rotations"], c["root_t"], c["residuals"], c["iterations"],
+                                 c["reached"], list(c["keyed"]), c["action"], c["prev"], c["muted"], c["per_frame"],
+                                 c["sample_s"], c["solve_s"], c["write_s"], list(p.warnings), c["sampling"], c["note"],
+                                 self.settings.tolerance, checked, misses, verify_s, c["orientation_residuals"],
+                                 c["references"], p, c["reduction"], self._miss_slack(c), c["local_scales"])
+
+    def _miss_slack(self, c):
+        """(G,) how far the key reduction may move each effector (``key_reduction.effector_slack``),
+        which the check of Blender's evaluated pose allows; None without reduction. (A stretch
+        lengthens the levers: the bones' largest length scales over the range are passed.)"""
+        if c["reduction"] is None:
+            return None
+        stretch = None
+        if c["scales"] is not None:
+            stretch = dict(zip(self.problem.names, np.max(c["scales"], axis=0).tolist()))
+        return key_reduction.effector_slack(self.ob, [(g.bone, g.use_tail) for g in self.problem.goals], c["keyed"],
+                                            c["root_bone"], *self.reduction, stretch=stretch)
 
     def _write(self, frames, keyed, keyed_rot, root_bone, root_t, compat, scales=None):
-        """Writes the keys and mutes the replaced constraints; on any failure puts the action
-        assignment, fake users, constraint mutes and the record of them back, removes an action
-        it made, and re-raises."""
+        """Writes the keys (and reduces them, when asked) and mutes the replaced constraints; on
+        any failure puts back what ``undo_write`` puts back and re-raises. ``scales``: None, or
+        {bone name: (F,) uniform scale} for the bones whose stretch is keyed (``keys.write_bake``);
+        the key reduction leaves those scale keys as they are (one per frame)."""
         ob, p = self.ob, self.problem
         ad = ob.animation_data
         had_ad = ad is not None
         saved_action = ad.action if had_ad else None
-        saved_slot = getattr(ad, "action_slot", None) if had_ad else None
-        saved_fake = saved_action.use_fake_user if saved_action is not None else None
-        saved_cons = [(c, c.mute, c.influence) for bone, name in p.replaced
-                      for c in [ob.pose.bones[bone].constraints.get(name)] if c is not None]
-        saved_record = ob.sinew_muted
-        actions_before = set(bpy.data.actions)
+        self._undo = dict(
+            had_ad=had_ad, action=saved_action, slot=getattr(ad, "action_slot", None) if had_ad else None,
+            fake=saved_action.use_fake_user if saved_action is not None else None,
+            cons=[(c, c.mute, c.influence) for bone, name in p.replaced
+                  for c in [ob.pose.bones[bone].constraints.get(name)] if c is not None],
+            record=ob.sinew_muted, actions=set(bpy.data.actions), last_bake=ob.sinew_last_bake)
         try:
             action, prev, note = keys.write_bake(ob, frames, keyed, keyed_rot, root_bone,
                                                  root_t if root_bone else None, new_action=self.new_action,
                                                  compat=compat, scales=scales)
+            reduction = None
+            if self.reduction is not None:  # key reduction (key_reduction.py), undone with the write on failure
+                reduction = key_reduction.reduce_bake(ob, frames, keyed, root_bone, *self.reduction)
             muted, mute_warnings = (0, []) if self.keep_constraints else keys.mute_constraints(ob, p.replaced)
         except BaseException:
-            if had_ad:
-                ob.animation_data.action = saved_action
-                if saved_slot is not None and keys.SLOTTED:
-                    ob.animation_data.action_slot = saved_slot
-            elif ob.animation_data is not None:
-                ob.animation_data_clear()
-            if saved_action is not None and saved_action.is_editable:
-                saved_action.use_fake_user = saved_fake
-            for act in set(bpy.data.actions) - actions_before:
-                bpy.data.actions.remove(act)
-            for c, mute, influence in saved_cons:
-                c.mute, c.influence = mute, influence
-            ob.sinew_muted = saved_record
+            self.undo_write()
             raise
         p.warnings.extend(mute_warnings)
-        return action, prev, note, muted
+        return action, prev, note, muted, reduction
+
+    def undo_write(self):
+        """Puts back what ``write`` changed: the action assignment and slot, the fake user, the
+        constraint mutes and the record of them, the last bake's results; removes the actions it
+        made (keys written into the user's own action with New Action off are not restored)."""
+        u = getattr(self, "_undo", None)
+        if u is None:
+            return
+        ob = self.ob
+        if u["had_ad"]:
+            ob.animation_data.action = u["action"]
+            if u["slot"] is not None and keys.SLOTTED:
+                ob.animation_data.action_slot = u["slot"]
+        elif ob.animation_data is not None:
+            ob.animation_data_clear()
+        if u["action"] is not None and u["action"].is_editable:
+            u["action"].use_fake_user = u["fake"]
+        for act in set(bpy.data.actions) - u["actions"]:
+            bpy.data.actions.remove(act)
+        for c, mute, influence in u["cons"]:
+            c.mute, c.influence = mute, influence
+        ob.sinew_muted = u["record"]
+        ob.sinew_last_bake = u["last_bake"]
+        self._undo = None
+
+
+class BakeBatch:
+    """Bakes several armatures, one ``BakeJob`` (one engine call) each: samples and solves all of
+    them, then writes all, then measures all, so an error before the writes changes nothing, and
+    an error while writing puts back what the jobs before wrote (``BakeJob.undo_write``)."""
+
+    def __init__(self, jobs):
+        self.jobs = list(jobs)
+        self.done = False
+
+    @property
+    def results(self):
+        return [job.result for job in self.jobs]
+
+    def cancel(self):
+        for job in reversed(self.jobs):
+            job.cancel()
+        self.done = True
+
+    def run(self):
+        for _ in self.steps():
+            pass
+        return self.results
+
+    def steps(self):
+        n = len(self.jobs)
+        written = []
+        try:
+            for i, job in enumerate(self.jobs):
+                for progress in job.compute():
+                    yield 0.9 * (i + min(progress / 0.9, 1.0)) / n
+            for job in self.jobs:
+                job.write()  # a job whose write fails puts back its own writes
+                written.append(job)
+            for job in self.jobs:
+                job.measure()
+            self.done = True
+            yield 1.0
+        except BaseException as ex:
+            for job in reversed(written):
+                job.undo_write()
+            self.cancel()
+            if isinstance(ex, engine().SinewError):
+                raise ReadError(f"Sinew could not solve: {ex}") from ex
+            raise
+
+
+def make_bake_jobs(context, obs, frame_start: int, frame_end: int, settings: Settings, **kw):
+    """A BakeJob for every armature of ``obs`` that has goals to bake: (jobs, skipped), as
+    ``solve_poses`` decides (with several armatures one without goals is skipped and named in
+    ``skipped``; otherwise NoGoalsError). Reads everything first: changes nothing."""
+    several = len(obs) > 1
+    jobs, skipped = [], []
+    for ob in obs:
+        try:
+            jobs.append(BakeJob(context, ob, frame_start, frame_end, settings, **kw))
+        except rig_reader.NoGoalsError as ex:
+            if not several:
+                raise
+            skipped.append(str(ex))
+        except ReadError as ex:
+            raise _armature_error(ob, ex, several) from ex
+    if not jobs:
+        raise rig_reader.NoGoalsError("No armature in Pose Mode has a goal to bake: " + " ".join(skipped))
+    return jobs, skipped
+
+
+def bake_goal_results(r: BakeResult) -> list[dict]:
+    """Per goal of a bake: {"bone", "source", "worst" (largest distance left, Sinew's), "frame"
+    (where), "missed" (frames beyond the tolerance), "orientation" (worst degrees, or None),
+    "blender" (worst miss in Blender's evaluated pose at the checked frames, or None),
+    "blender_frame"}."""
+    out = []
+    frames = r.frames
+    for i, g in enumerate(r.problem.goals):
+        col = r.residuals[:, i] if r.residuals.size else np.zeros(1)
+        k = int(np.argmax(col))
+        d = {"bone": g.bone, "source": g.source, "worst": float(col[k]), "frame": int(frames[min(k, len(frames) - 1)]),
+             "missed": int(np.count_nonzero(col > r.tolerance)), "orientation": None, "blender": None,
+             "blender_frame": None}
+        if g.use_orientation and r.orientation_residuals.size:
+            d["orientation"] = float(np.degrees(r.orientation_residuals[:, i].max()))
+        if r.misses is not None and r.misses.size:
+            kb = int(np.argmax(r.misses[:, i]))
+            d["blender"], d["blender_frame"] = float(r.misses[kb, i]), int(r.checked_frames[kb])
+        out.append(d)
+    return out
+
+
+def store_bake_results(ob, r: BakeResult, settings: Settings) -> None:
+    """Keeps a bake's per-goal results on the object (``ob.sinew_last_bake``, JSON) for the
+    sidebar's Last Bake panel."""
+    doc = {"frames": [int(r.frames[0]), int(r.frames[-1])], "method": settings.method,
+           "tolerance": float(r.tolerance), "seconds": float(r.seconds), "goals": bake_goal_results(r)}
+    ob.sinew_last_bake = json.dumps(doc)
+
+
+def last_bake_results(ob) -> dict | None:
+    """What ``store_bake_results`` kept on ``ob``, or None."""
+    raw = getattr(ob, "sinew_last_bake", "")
+    if not raw:
+        return None
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        return None
+    return doc if isinstance(doc, dict) and isinstance(doc.get("goals"), list) else None
 
 
 def problem_document(problem: rig_reader.RigProblem, targets, orients, poles, pose, root_translation,
@@ -903,11 +1193,11 @@ def problem_document(problem: rig_reader.RigProblem, targets, orients, poles, po
         "bones": bones,
         "goals": goals,
         "root": settings.root,
-        "settings": {"method": "fabrik", "max_iterations": int(settings.max_iterations),
+        "settings": {"method": settings.method, "max_iterations": int(settings.max_iterations),
                      "tolerance": float(settings.tolerance)},
         "pose": {"rotations": [[float(v) for v in q] for q in pose],
                  "root_translation": [float(v) for v in root_translation]},
-        # IK Solve's reference is the pose it starts from (the pose before IK).
+        # Solve IK's reference is the pose it starts from (the pose before IK).
         "reference": {"rotations": [[float(v) for v in q] for q in pose],
                       "root_translation": [float(v) for v in root_translation]},
     }
@@ -920,6 +1210,8 @@ def _limit_json(d):
     if swing == "cone":
         x_pos, x_neg, z_pos, z_neg = d["cone"]
         swing = {"cone": {"x_pos": x_pos, "x_neg": x_neg, "z_pos": z_pos, "z_neg": z_neg}}
+        if d.get("cone_shape") == "blender":  # Blender's IK limits (the default shape is not written)
+            swing["cone"]["shape"] = "blender"
     elif swing == "hinge":
         axis, lo, hi = d["hinge"]
         swing = {"hinge": {"axis": [float(v) for v in axis], "min": lo, "max": hi}}
@@ -932,10 +1224,10 @@ def _limit_json(d):
 
 def export_problem(context, ob, settings: Settings) -> dict:
     depsgraph = context.evaluated_depsgraph_get()
-    problem = rig_reader.read(ob, depsgraph=depsgraph)
+    problem = rig_reader.read(ob, depsgraph=depsgraph, only_selected=settings.only_selected)
     targets = problem.sample_goals(depsgraph)
     pose, root_t = problem.pose_from_bones(ob.pose.bones)
-    # Influence as IK Solve applies it before solving (pole-less goals move toward the pose
+    # Influence as Solve IK applies it before solving (pole-less goals move toward the pose
     # before IK); the blend after solving of poled chains has no place in the format.
     tg, orients, poles = (np.array(a, dtype=np.float64)[None] for a in targets)
     problem.blend_goals(lambda _k: problem.rig, tg, orients, np.asarray(pose, dtype=np.float64)[None],

@@ -187,11 +187,17 @@ def register():
     for cls in classes:
         bpy.utils.register_class(cls)
     bpy.app.handlers.save_pre.append(_store_bone_settings)
-    bpy.types.PoseBone.sinew = PointerProperty(type=SinewBoneSettings, name="Sinew", override=OVERRIDABLE)
+    bpy.types.PoseBone.sinew = PointerProperty(type=SinewBoneSettings, name="Sinew",
+                                               description="Sinew IK goal and limits of this bone",
+                                               override=OVERRIDABLE)
     # What a bake muted, so Restore IK Constraints can undo exactly that (keys.mute_constraints):
     # JSON, a list of {"bone", "constraint", "how": "mute" | "influence", "influence"}.
     bpy.types.Object.sinew_muted = StringProperty(
         name="Sinew Muted Constraints", description="IK constraints a Sinew bake muted (for Restore IK Constraints)",
+        default="", options={'HIDDEN'}, override=OVERRIDABLE)
+    # The last bake's per-goal results (pipeline.store_bake_results), for the sidebar: JSON.
+    bpy.types.Object.sinew_last_bake = StringProperty(
+        name="Sinew Last Bake", description="Per-goal results of the last Sinew bake of this armature",
         default="", options={'HIDDEN'}, override=OVERRIDABLE)
     # A bake's action remembers the user's action it started from (keys.prepare_action), so the
     # next bake replaces it instead of piling up copies.
@@ -207,6 +213,7 @@ def unregister():
         bpy.app.handlers.save_pre.remove(_store_bone_settings)
     del bpy.types.Action.sinew_original
     del bpy.types.Action.sinew_baked
+    del bpy.types.Object.sinew_last_bake
     del bpy.types.Object.sinew_muted
     del bpy.types.PoseBone.sinew
     for cls in reversed(classes):

@@ -37,6 +37,11 @@ class ReadError(Exception):
     """A problem with the rig or its settings, worded for the user (reported as an ERROR)."""
 
 
+class NoGoalsError(ReadError):
+    """The armature has no goal to solve (none at all, or none on a selected bone with Only
+    Selected Bones): with several armatures in Pose Mode, such an armature is skipped."""
+
+
 def engine():
     """The ``sinew`` extension module (bundled as a wheel with this add-on)."""
     try:
@@ -85,6 +90,7 @@ class GoalSpec:
     tree: int = -1               # the Blender IK tree of its constraint (ik_trees), -1 for a Sinew goal
     tree_blend: float = 1.0      # how far the tree's bones turn from before IK (RigProblem.blend_result)
     stretch: bool = False        # whether its tree stretches (Blender's tree->stretch)
+    owner: str = ""              # the bone that carries the Sinew goal or the IK constraint
 
 
 @dataclass
@@ -254,7 +260,7 @@ def _tree_goal(ob, t: IKTarget, tree_index: int, tree: IKTree, itasc: bool, warn
         # blend_result), not through the weight.
         weight=c.weight, influence=goal_blend, use_orientation=c.use_rotation, chain_length=c.chain_count,
         pole=pole if t.active else None, pole_angle=c.pole_angle, source=source, constraint=c.name,
-        tree=tree_index, tree_blend=blend if resultblend else 1.0, stretch=tree.stretch,
+        tree=tree_index, tree_blend=blend if resultblend else 1.0, stretch=tree.stretch, owner=owner,
     )
 
 
@@ -278,7 +284,7 @@ def read_goals(ob) -> tuple[list[GoalSpec], list[tuple[str, str]], list[str]]:
             goals.append(GoalSpec(
                 bone=pb.name, target=target, use_tail=s.use_tail, weight=s.weight,
                 use_orientation=s.use_orientation, chain_length=_engine_chain_length(s.chain_length, s.use_tail),
-                pole=pole, pole_angle=s.pole_angle, source="Sinew",
+                pole=pole, pole_angle=s.pole_angle, source="Sinew", owner=pb.name,
             ))
             # Blender IK on the same bone would fight the Sinew result: it is replaced too.
             replaced += [(pb.name, c.name) for c in ik_constraints if not c.mute and c.influence > 0.0]
@@ -305,6 +311,23 @@ def read_goals(ob) -> tuple[list[GoalSpec], list[tuple[str, str]], list[str]]:
                 if t.active:
                     replaced.append((t.owner, t.constraint.name))
     return goals, replaced, warnings
+
+
+def is_bone_selected(pb) -> bool:
+    """True for a selected, visible pose bone (``PoseBone.select`` and ``hide`` in Blender 5.0,
+    ``Bone.select`` and ``hide`` before)."""
+    sel = pb.select if hasattr(pb, "select") else pb.bone.select
+    hidden = pb.hide if hasattr(pb, "hide") else pb.bone.hide
+    return bool(sel) and not hidden
+
+
+def selected_goals(ob, goals, replaced):
+    """The goals (and the IK constraints they replace) of the selected bones of ``ob``: a goal
+    counts when the bone that carries it, or its effector, is selected."""
+    selected = {pb.name for pb in ob.pose.bones if is_bone_selected(pb)}
+    kept = [g for g in goals if g.bone in selected or (g.owner or g.bone) in selected]
+    owners = {g.owner or g.bone for g in kept}
+    return kept, [(bone, con) for bone, con in replaced if bone in owners]
 
 
 def _engine_chain_length(chain_length: int, use_tail: bool) -> int:
@@ -573,7 +596,7 @@ class RigProblem:
     # turns from its rotation before IK by the slerp of that turn by the last poled target's
     # influence (blend_m3_m3m3 of the basis change with identity, which also blends a stretch's
     # scale), and the goals after it are not moved. (_tree_goal decides both per goal.) Sinew's
-    # pose before IK is the reference pose (IK Solve's current pose, a bake's keyed pose per
+    # pose before IK is the reference pose (Solve IK's current pose, a bake's keyed pose per
     # frame).
 
     def blend_goals(self, rig_for_frame, targets, orients, references, root_translations) -> None:
@@ -719,7 +742,7 @@ def no_goals_message(ob) -> str:
                 (by_sinew if (pb.name, c.name) in ours else off).append(f'"{c.name}" (bone "{pb.name}")')
     if by_sinew:
         msg += (f". The IK constraint(s) {', '.join(by_sinew)} were muted by a Sinew bake: "
-                "Restore IK Constraints (Pose > Sinew: Restore IK Constraints, or the Sinew sidebar) turns them back on")
+                "Restore IK Constraints (Pose > Inverse Kinematics, or the Sinew sidebar) turns them back on")
     if off:
         msg += f". The IK constraint(s) {', '.join(off)} are muted or have no influence"
     return msg
@@ -768,10 +791,11 @@ def check_relations(ob, problem) -> None:
                 "location, which Sinew cannot solve: turn Local Location on, or clear its location (Alt G)")
 
 
-def read(ob, *, need_goals: bool = True, depsgraph=None) -> RigProblem:
+def read(ob, *, need_goals: bool = True, depsgraph=None, only_selected: bool = False) -> RigProblem:
     """Reads armature object ``ob`` (rest data, goals, limits; the evaluated pose of the bones
     above the chains from ``depsgraph``, default: the context's) into a RigProblem. Raises
-    ReadError with a user-facing message; changes nothing."""
+    ReadError with a user-facing message (NoGoalsError when there is no goal); changes nothing.
+    ``only_selected``: only the goals of selected bones (``selected_goals``)."""
     import bpy
 
     if ob is None or ob.type != 'ARMATURE':
@@ -782,7 +806,12 @@ def read(ob, *, need_goals: bool = True, depsgraph=None) -> RigProblem:
         raise ReadError("Leave Edit Mode first (Sinew reads the pose)")
     goals, replaced, warnings = read_goals(ob)
     if need_goals and not goals:
-        raise ReadError(no_goals_message(ob))
+        raise NoGoalsError(no_goals_message(ob))
+    if only_selected:
+        goals, replaced = selected_goals(ob, goals, replaced)
+        if need_goals and not goals:
+            raise NoGoalsError(f'Armature "{ob.name}": no selected bone has an IK goal (Only Selected Bones is on); '
+                               "select the bones with the goals or IK constraints to solve")
     sub_bases, moved = _analyze(ob, goals) if goals else ([], [])
 
     bones = ob.data.bones

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import bpy
 
-from . import rig_reader
+from . import pipeline, rig_reader
 
 
 def _pose_bone(context):
@@ -81,6 +81,7 @@ class BONE_PT_sinew(bpy.types.Panel):
     bl_region_type = 'WINDOW'
     bl_context = "bone"
     bl_label = "Sinew IK"
+    bl_description = "Sinew goal and limits of this bone (its Blender IK constraints and IK limits are used too)"
     bl_options = {'DEFAULT_CLOSED'}
 
     @classmethod
@@ -89,7 +90,8 @@ class BONE_PT_sinew(bpy.types.Panel):
         return ob is not None and ob.type == 'ARMATURE' and ob.mode != 'EDIT' and _pose_bone(context) is not None
 
     def draw(self, context):
-        self.layout.label(text="Goals and limits for Sinew (Blender IK constraints and limits are imported too)")
+        # Short: the sub-panels below say the rest (the description is the header's tooltip).
+        self.layout.label(text="Blender IK is used too", icon='INFO')
 
 
 class BONE_PT_sinew_goal(bpy.types.Panel):
@@ -135,9 +137,10 @@ class VIEW3D_PT_sinew(_SidebarPanel, bpy.types.Panel):
         layout = self.layout
         col = layout.column(align=True)
         col.operator("sinew.solve", icon='CON_KINEMATIC')
-        col.operator("sinew.bake", icon='ACTION')
+        col.operator("sinew.bake", text="Bake IK to Keyframes...", icon='ACTION')
         col.operator("sinew.restore_constraints", icon='CONSTRAINT_BONE')
         layout.operator("sinew.export_problem", icon='EXPORT')
+        layout.prop(context.scene, "sinew_show_limits")
 
 
 class VIEW3D_PT_sinew_bone(_SidebarPanel, bpy.types.Panel):
@@ -181,8 +184,43 @@ class VIEW3D_PT_sinew_analysis(_SidebarPanel, bpy.types.Panel):
             layout.label(text=w, icon='ERROR')
 
 
+class VIEW3D_PT_sinew_last_bake(_SidebarPanel, bpy.types.Panel):
+    bl_parent_id = "VIEW3D_PT_sinew"
+    bl_label = "Last Bake"
+
+    @classmethod
+    def poll(cls, context):
+        return super().poll(context) and pipeline.last_bake_results(context.object) is not None
+
+    def draw(self, context):
+        draw_last_bake(self.layout, pipeline.last_bake_results(context.object))
+
+
+def draw_last_bake(layout, doc):
+    """The per-goal results of the last bake (``pipeline.store_bake_results``): each goal's
+    worst distance left and at which frame, its orientation error, and Blender's worst miss."""
+    start, end = doc.get("frames", (0, 0))
+    layout.label(text=f"Frames {start} to {end}, {pipeline.method_label(str(doc.get('method', '')))}",
+                 icon='ACTION')
+    tol = float(doc.get("tolerance", 0.0))
+    for g in doc["goals"]:
+        ok = not g.get("missed")
+        box = layout.box()
+        col = box.column(align=True)
+        col.label(text=str(g.get("bone", "?")), icon='CHECKMARK' if ok else 'ERROR')
+        if ok:
+            col.label(text=f"Reached, worst {g.get('worst', 0.0):.3g}")
+        else:
+            col.label(text=f"Misses by {g.get('worst', 0.0):.3g} at frame {g.get('frame')}")
+            col.label(text=f"{g.get('missed')} frames beyond {tol:.3g}")
+        if g.get("orientation") is not None:
+            col.label(text=f"Orientation error {g['orientation']:.3g}°")
+        if g.get("blender") is not None:
+            col.label(text=f"In Blender {g['blender']:.3g} at frame {g.get('blender_frame')}")
+
+
 classes = (BONE_PT_sinew, BONE_PT_sinew_goal, BONE_PT_sinew_limits,
-           VIEW3D_PT_sinew, VIEW3D_PT_sinew_bone, VIEW3D_PT_sinew_analysis)
+           VIEW3D_PT_sinew, VIEW3D_PT_sinew_bone, VIEW3D_PT_sinew_analysis, VIEW3D_PT_sinew_last_bake)
 
 
 def register():

@@ -3,8 +3,10 @@ animated empties, baked by the Sinew add-on.
 
 Run with `./dev demo` (or `.venv/bin/python demo/run_demo.py [--frames N] [--no-render]` after
 `scripts/build_extension.sh`). It installs the newest dist/sinew-*.zip the way a user would (into a
-private BLENDER_USER_RESOURCES), builds the scene, runs Sinew's "Bake Tracked Targets" operator,
-saves demo_out/sinew_demo.blend and renders a few frames to demo_out/*.png with Workbench.
+private BLENDER_USER_RESOURCES), builds the scene, runs Sinew's "Bake IK to Keyframes" operator,
+saves demo_out/sinew_demo.blend and renders a few frames to demo_out/*.png with Workbench, and
+demo_out/sinew_limits.png: the 3D view with the add-on's Show Limits on (the picture in
+docs/limits.png), drawn offscreen with the gpu module.
 """
 
 import argparse
@@ -209,6 +211,65 @@ def stage(ob, frames):
     world.color = (0.9, 0.92, 0.95)
 
 
+def frame_at_most_bounds(addon, ob, frames):
+    """The frame of ``frames`` where the most limits are at a bound (the first of equals)."""
+    scene = bpy.context.scene
+    frame0, best, most = scene.frame_current, frames[0], -1
+    for f in frames:
+        scene.frame_set(f)
+        shapes = addon.limit_drawing.armature_shapes(ob, bpy.context.evaluated_depsgraph_get())
+        n = sum(s.swing_at_bound + s.twist_at_bound for s, _m in shapes)
+        if n > most:
+            best, most = f, n
+    scene.frame_set(frame0)
+    return best
+
+
+def render_limits(addon, ob, frame, path):
+    """The 3D view (Solid shading, overlays) from a camera near the figure at ``frame``, with the
+    add-on's Show Limits on, drawn offscreen (headless Blender has a GPU context once it has
+    rendered: software OpenGL works). Changes to the scene are put back."""
+    ld = addon.limit_drawing
+    scene = bpy.context.scene
+    if not ld.init_gpu_headless(scene):
+        print("limits picture: no GPU context in this Blender (no EGL/OpenGL), skipped")
+        return None
+    body = bpy.data.objects["Body"]
+    space = next(a.spaces.active for a in bpy.context.window.screen.areas if a.type == 'VIEW_3D')
+    saved = (scene.frame_current, body.color[:], ob.select_get(), space.shading.type, space.shading.color_type,
+             space.shading.light, scene.sinew_show_limits)
+    W, H = 960, 540
+    try:
+        scene.frame_set(frame)
+        body.color = (0.72, 0.74, 0.78, 1.0)  # neutral, so the limits' colours read
+        ob.select_set(False)
+        space.shading.type, space.shading.color_type, space.shading.light = 'SOLID', 'OBJECT', 'STUDIO'
+        scene.sinew_show_limits = True
+        dg = bpy.context.evaluated_depsgraph_get()
+        hips = ob.evaluated_get(dg).matrix_world @ ob.pose.bones["spine"].head
+        eye = hips + Vector((2.65, -1.55, 0.27))
+        cam = bpy.data.objects.new("LimitsCamera", bpy.data.cameras.new("LimitsCamera"))
+        cam.data.lens = 28
+        cam.location = eye
+        cam.rotation_euler = (hips + Vector((0.0, 0.0, 0.06)) - eye).to_track_quat('-Z', 'Y').to_euler()
+        scene.collection.objects.link(cam)
+        bpy.context.view_layer.update()
+        view = cam.matrix_world.inverted()
+        proj = cam.calc_matrix_camera(bpy.context.evaluated_depsgraph_get(), x=W, y=H)
+        cam.hide_set(True)  # not drawn in its own picture
+        pixels = ld.render_view(bpy.context, view, proj, W, H, limits=True)
+        ld.save_png(pixels, str(path))
+        bpy.data.objects.remove(cam)
+    finally:
+        frame0, color, selected, shading, color_type, light, show = saved
+        scene.frame_set(frame0)
+        body.color = color
+        ob.select_set(selected)
+        space.shading.type, space.shading.color_type, space.shading.light = shading, color_type, light
+        scene.sinew_show_limits = show
+    return path
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--frames", type=int, default=250)
@@ -270,6 +331,10 @@ def main():
             t0 = time.perf_counter()
             bpy.ops.render.render(write_still=True)
             print(f"rendered {scene.render.filepath} ({time.perf_counter() - t0:.1f} s)")
+        t0 = time.perf_counter()
+        if render_limits(addon, ob, frame_at_most_bounds(addon, ob, frames[:CYCLE]), OUT / "sinew_limits.png"):
+            print(f"rendered {OUT / 'sinew_limits.png'} (the 3D view with Show Limits on, offscreen; "
+                  f"{time.perf_counter() - t0:.1f} s)")
 
 
 if __name__ == "__main__":

@@ -57,7 +57,10 @@
  * Minor version of the C ABI. It grows when functions, status codes or enum values are added.
  * 2 added reference poses (`sinew_problem_set_reference`, `sinew_problem_reference`,
  * `sinew_solver_solve_sequence_with_references`) and `sinew_solver_orientation_residuals`; 3
- * added per-axis stiffness (`sinew_rig_set_stiffness_axes`); 4 added bones that stretch
+ * added per-axis stiffness (`sinew_rig_set_stiffness_axes`); 4 added the methods
+ * `SINEW_METHOD_FABRIK_CLASSIC`, `SINEW_METHOD_CCD` and `SINEW_METHOD_TRIANGULATION` (2–4),
+ * `SINEW_STATUS_UNSUPPORTED`, `SINEW_METHOD_JACOBIAN_TRANSPOSE` (5), `SINEW_METHOD_JACOBIAN_PINV`
+ * (6), `SINEW_METHOD_SVD_DLS` (7) and `SINEW_METHOD_SDLS` (8), and bones that stretch
  * (`sinew_rig_set_stretch`, `sinew_solver_scales`, `sinew_solver_solve_scaled`,
  * `sinew_solver_solve_sequence_scaled`).
  */
@@ -155,6 +158,13 @@ enum sinew_status
    * passed to the failing call are still safe to free.
    */
   SINEW_STATUS_PANIC = 17,
+  /**
+   * The solver's method cannot honour something the problem asks for (e.g. triangulation
+   * given several goals or an orientation goal, or `CCD` a bone that stretches); the message
+   * names it. Another method
+   * (`SINEW_METHOD_FABRIK` takes every problem) solves it.
+   */
+  SINEW_STATUS_UNSUPPORTED = 18,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -181,6 +191,36 @@ enum sinew_method
    * Damped least squares (the Jacobian family), from the start pose alone.
    */
   SINEW_METHOD_DLS = 1,
+  /**
+   * FABRIK as the tech report writes it (Alg. 1, sub-bases, limits at every step), without
+   * the least-squares finish: for comparison.
+   */
+  SINEW_METHOD_FABRIK_CLASSIC = 2,
+  /**
+   * Cyclic Coordinate Descent.
+   */
+  SINEW_METHOD_CCD = 3,
+  /**
+   * Triangulation (law of cosines, one pass): one position goal on one chain; anything else
+   * is `SINEW_STATUS_UNSUPPORTED` when solving.
+   */
+  SINEW_METHOD_TRIANGULATION = 4,
+  /**
+   * The Jacobian transpose, `Δθ = α Jᵀ e` with the tech report's α (since ABI 0.4).
+   */
+  SINEW_METHOD_JACOBIAN_TRANSPOSE = 5,
+  /**
+   * The Jacobian pseudo-inverse, by SVD (since ABI 0.4).
+   */
+  SINEW_METHOD_JACOBIAN_PINV = 6,
+  /**
+   * Damped least squares through the SVD, with the damping of Nilsson's thesis (since ABI 0.4).
+   */
+  SINEW_METHOD_SVD_DLS = 7,
+  /**
+   * Buss & Kim's selectively damped least squares (since ABI 0.4).
+   */
+  SINEW_METHOD_SDLS = 8,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -616,7 +656,10 @@ sinew_status sinew_rig_set_stiffness_axes(struct sinew_rig *rig,
  * Sets how readily bone `bone` changes length, in [0, 1], as Blender's `ik_stretch`: 0 (the
  * default) keeps it rigid; above 0 a solve may scale it along its own Y (its length, and its
  * children's offsets with it), weighted as Blender's IK weights its stretch, and the solution
- * then has a length scale per bone (`sinew_solver_scales`). Since ABI 0.4.
+ * then has a length scale per bone (`sinew_solver_scales`). `FABRIK`, `DLS` and the Jacobian
+ * methods (5–8) stretch; `FABRIK_CLASSIC`, `CCD` and `TRIANGULATION` keep every length and
+ * refuse a problem where a stretchy bone carries a goal (`SINEW_STATUS_UNSUPPORTED`). Since
+ * ABI 0.4.
  *
  * Errors: `NULL_ARGUMENT`, `UNKNOWN_BONE`, `LIMIT_OUT_OF_RANGE` (outside [0, 1], or NaN).
  */
@@ -728,7 +771,8 @@ sinew_status sinew_problem_goal_count(const struct sinew_problem *problem,
  *
  * Errors: `NULL_ARGUMENT`, `MISALIGNED_POINTER`, `INVALID_ARGUMENT` (a flag other than 0 or 1),
  * `INVALID_GOAL` (bone out of range, non-finite target, zero orientation, weight outside
- * [1e-12, 1e12], a target or pole beyond 1e12 rig units, more than 256 goals, ...).
+ * [1e-12, 1e12], a target or pole beyond 1e12 rig units, more than 256 goals moving bones in common or
+ * 65,536 in all, ...).
  */
 sinew_status sinew_problem_add_goal(struct sinew_problem *problem,
                                     const struct sinew_goal *goal,

@@ -31,28 +31,31 @@ def _newest_zip() -> Path:
 
 def _install():
     zip_path = _newest_zip()
+    # The add-on imports the engine when it registers (it lists the engine's methods). Blender puts
+    # the extensions' site-packages before its own; bpy as a module in a venv appends it after the
+    # venv's, where tests/python may have installed another build of `sinew`. So, as in Blender,
+    # it goes first, before the install extracts the wheel there (unless tests/python in the same
+    # pytest run already imported `sinew`: a native module cannot be loaded twice).
+    site = os.path.join(_URES, "extensions", ".local", "lib",
+                        f"python{sys.version_info[0]}.{sys.version_info[1]}", "site-packages")
+    preimported = "sinew" in sys.modules
+    if not preimported:
+        os.makedirs(site, exist_ok=True)
+        sys.path.insert(0, site)
     bpy.ops.extensions.package_install_files(filepath=str(zip_path), repo="user_default", enable_on_install=True)
     # The operator returns FINISHED even when the install failed: check what actually happened.
     assert addon_utils.check(MODULE) == (True, True), f"{zip_path.name} did not install and enable"
-    # The add-on must run the engine wheel it bundles (same build). Normally `sinew` is imported
-    # from the extension's site-packages; if another copy was imported first (tests/python in the
-    # same pytest run: a native module cannot be loaded twice), it must be the same build.
+    # The add-on must run the engine wheel it bundles (same build): imported from the extension's
+    # site-packages, or, if another copy was imported first, the same build.
     ext_dir = os.path.join(_URES, "extensions", "user_default", "sinew")
     wheels = [w for w in os.listdir(os.path.join(ext_dir, "wheels")) if w.startswith("sinew-")]
     assert len(wheels) == 1, wheels
     bundled_version = wheels[0].split("-")[1]
-    if "sinew" not in sys.modules:
-        site = os.path.join(_URES, "extensions", ".local", "lib",
-                            f"python{sys.version_info[0]}.{sys.version_info[1]}", "site-packages")
-        assert os.path.isdir(os.path.join(site, "sinew")), "the sinew wheel was not extracted"
-        if site in sys.path:
-            sys.path.remove(site)
-        sys.path.insert(0, site)
-        import sinew
-
-        assert sinew.__file__.startswith(_URES), sinew.__file__
+    assert os.path.isdir(os.path.join(site, "sinew")), "the sinew wheel was not extracted"
     import sinew
 
+    if not preimported:
+        assert sinew.__file__.startswith(_URES), sinew.__file__
     assert sinew.__version__ == bundled_version, (
         f"sinew {sinew.__version__} from {sinew.__file__} is not the bundled wheel {wheels[0]}")
     return zip_path

@@ -1,4 +1,4 @@
-"""Bake Tracked Targets (sinew.bake) on real armatures with animated, parented, constrained and
+"""Bake IK to Keyframes (sinew.bake) on real armatures with animated, parented, constrained and
 driven targets; every check reads the evaluated scene back frame by frame."""
 
 import math

@@ -34,7 +34,7 @@ def _knee_after(target, pole_at, angle_deg, solver):
     R.activate(ob)
     if solver == "sinew":
         bpy.ops.sinew.solve()
-        assert not con.mute  # IK Solve leaves the constraint on; measure Sinew's keyed pose alone
+        assert not con.mute  # Solve IK leaves the constraint on; measure Sinew's keyed pose alone
         con.mute = True
     return R.world_head(ob, "b01").copy(), R.world_tail(ob, "b01").copy()
 
@@ -110,7 +110,7 @@ def test_use_tail_off_moves_the_bones_blender_moves():
         R.activate(ob)
         if solver == "sinew":
             bpy.ops.sinew.solve()
-            assert not con.mute  # IK Solve leaves the constraint on; measure Sinew's keyed pose alone
+            assert not con.mute  # Solve IK leaves the constraint on; measure Sinew's keyed pose alone
             con.mute = True
         locs = R.evaluated_locals(ob)
         results[solver] = locs
@@ -172,7 +172,7 @@ def test_a_bake_over_fk_keys_is_blenders_ik_from_those_keys(pole):
 
 def test_a_poleless_limb_bends_in_its_pre_bend_plane_as_blenders_does():
     """A target in the plane the limb is pre-bent in (x = 0) keeps the knee in that plane, with
-    Blender's IK and with Sinew's IK Solve; a target off it moves the knee near where Blender's
+    Blender's IK and with Sinew's Solve IK; a target off it moves the knee near where Blender's
     does, within 5 cm (measured: 3.9 cm; Sinew's is the pose nearest the rest pose, Blender's where its
     least-squares steps from rest stop)."""
     for target, within in (((0.0, 0.2, 1.5), 1e-4), ((0.25, 0.2, 1.5), 0.05)):

@@ -1,4 +1,4 @@
-"""Export IK Problem writes exactly what IK Solve solves (sinew.problem/1)."""
+"""Export IK Problem writes exactly what Solve IK solves (sinew.problem/1)."""
 
 import json
 import math
@@ -48,13 +48,14 @@ def test_export_loads_back_and_solves_to_the_same_rotations(addon, tmp_path):
     assert bones["L1"]["limit"]["twist"] == {"min": pytest.approx(-0.2), "max": pytest.approx(0.3)}
     assert bones["trunk1"]["limit"]["swing"]["cone"]["z_neg"] == pytest.approx(0.5)
     assert bones["trunk1"]["limit"]["swing"]["cone"]["x_pos"] == pytest.approx(math.pi)
+    assert bones["trunk1"]["limit"]["swing"]["cone"]["shape"] == "blender"  # Blender's IK limits keep their shape
     assert bones["trunk2"]["limit"]["stiffness"] == [0.0, pytest.approx(0.4), 0.0]  # ik_stiffness_y only, per axis
     assert bones["L0"]["parent"] == "trunk2" and bones["trunk0"]["parent"] is None
     goals = {g["bone"]: g for g in doc["goals"]}
     assert goals["R2"]["pole"]["angle"] == pytest.approx(math.radians(-30))
     assert goals["R2"]["chain_length"] == 3 and "orientation" in goals["L2"]
 
-    # IK Solve falls back to the pose it starts from: the file says so.
+    # Solve IK falls back to the pose it starts from: the file says so.
     assert doc["reference"] == doc["pose"]
     rig, goals_, solver, pose, root_t, root = sinew.load_problem(text)
     assert rig.names == [b["name"] for b in doc["bones"]]
@@ -66,13 +67,14 @@ def test_export_loads_back_and_solves_to_the_same_rotations(addon, tmp_path):
     res = addon.pipeline.solve_pose(bpy.context, ob, settings, key=False)
     assert res.problem.names == rig.names
     np.testing.assert_allclose(from_file.rotations, res.rotations, atol=1e-9)
-    # And what Blender shows is that solution (with the Blender IK constraint, which IK Solve
+    # And what Blender shows is that solution (with the Blender IK constraint, which Solve IK
     # leaves on, muted: it would act on top).
     ob.pose.bones["R2"].constraints["IK"].mute = True
     locs = R.evaluated_locals(ob)
     for i, name in enumerate(rig.names):
         assert abs(np.dot(np.array(locs[name]), res.rotations[i])) > 1 - 1e-6, name
     assert sinew.Rig.from_json(text).limit("L1")["swing"] == "cone"
+    assert sinew.Rig.from_json(text).limit("trunk1")["cone_shape"] == "blender"
 
 
 def test_export_reports_errors(tmp_path):

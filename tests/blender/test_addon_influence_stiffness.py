@@ -31,7 +31,7 @@ def _locals(ob):
 
 # Without a pole Blender moves the goal toward the effector's tail before IK by the influence
 # (the tip ends halfway at 0.5); with one it slerps each bone's local rotation from before IK
-# to the solved one. Both are checked: Sinew's IK Solve and a bake against Blender's evaluated
+# to the solved one. Both are checked: Sinew's Solve IK and a bake against Blender's evaluated
 # pose with the constraint at that influence.
 @pytest.mark.parametrize("target,pole_at", [((0.0, 0.4, 1.4), None), ((0.4, 0.2, 1.5), (0, -3, 1))])
 @pytest.mark.parametrize("how", ["solve", "bake"])
@@ -81,7 +81,7 @@ def _turn_about(ob, bone):
 
 def test_ik_stiffness_x_turns_the_bone_less_about_x():
     """A bone with ``ik_stiffness_x`` 0.9 turns less about its local X (and more about Z) than with
-    0 under Sinew's IK Solve, as the stiffness weights Blender's Jacobian column.
+    0 under Sinew's Solve IK, as the stiffness weights Blender's Jacobian column.
 
     Blender 5.0's own IK does not show that direction on this chain: measured, the bone's
     rotation vector goes from (0.130, 0, 0.144) free to (0.161, -0.112, 0.097) at 0.9 (more

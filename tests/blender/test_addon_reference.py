@@ -1,5 +1,5 @@
-"""The pose before IK is the reference pose: IK Solve falls back to the current pose, and Bake
-Tracked Targets to each frame's keyed (FK) pose of the chain bones."""
+"""The pose before IK is the reference pose: Solve IK falls back to the current pose, and Bake IK
+to Keyframes to each frame's keyed (FK) pose of the chain bones."""
 
 import math
 
@@ -145,7 +145,7 @@ def test_ik_solve_with_the_target_on_the_effector_leaves_the_pose_as_it_is(addon
     before = {pb.name: Quaternion(pb.rotation_quaternion) for pb in ob.pose.bones}
     assert bpy.ops.sinew.solve() == {'FINISHED'}
     out = capfd.readouterr().out
-    assert "Sinew: 1 goal(s) reached" in out
+    assert "Sinew: 1 goal reached" in out
     assert "b05: " in out
     assert ("orientation error" in out) == orientation, out
     for pb in ob.pose.bones:

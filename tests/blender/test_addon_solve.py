@@ -1,4 +1,4 @@
-"""IK Solve (sinew.solve) on real armatures; every check reads the *evaluated* pose back."""
+"""Solve IK (sinew.solve) on real armatures; every check reads the *evaluated* pose back."""
 
 import math
 
@@ -25,7 +25,7 @@ def test_chain_reaches_a_reachable_target_and_keys_moved_bones():
     R.set_goal(ob, "b09", target)
     R.activate(ob)
     bpy.context.scene.frame_set(7)
-    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    assert bpy.ops.sinew.solve(use_keyframes=True) == {'FINISHED'}
     assert (R.world_tail(ob, "b09") - R.world_location(target)).length < TOL
     # Keys at the current frame for every moved bone (the whole chain: chain length 0).
     for i in range(10):
@@ -40,7 +40,7 @@ def test_chain_length_limits_the_moved_bones():
     target = R.add_empty("T", (1.0, 0.0, 4.0))
     R.set_goal(ob, "b09", target, chain_length=4)
     R.activate(ob)
-    bpy.ops.sinew.solve()
+    bpy.ops.sinew.solve(use_keyframes=True)
     assert (R.world_tail(ob, "b09") - target.location).length < TOL
     locs = R.evaluated_locals(ob)
     for i in range(6):
@@ -130,7 +130,7 @@ def test_blender_ik_constraint_and_ik_limits_need_no_sinew_setup():
     b1.ik_min_y, b1.ik_max_y = math.radians(-3), math.radians(3)
     R.activate(ob)
     assert bpy.ops.sinew.solve() == {'FINISHED'}
-    assert not con.mute, "IK Solve leaves the Blender IK constraint on"
+    assert not con.mute, "Solve IK leaves the Blender IK constraint on"
     con.mute = True  # measure Sinew's keyed pose alone
     assert (R.world_tail(ob, "b03") - target.location).length < TOL
     locs = R.evaluated_locals(ob)
@@ -143,7 +143,7 @@ def test_blender_ik_constraint_and_ik_limits_need_no_sinew_setup():
 
 
 def test_solve_leaves_ik_constraints_on_and_other_frames_as_they_were(capfd):
-    """IK Solve at one frame keys that frame only and mutes nothing: at every other frame
+    """Solve IK at one frame keys that frame only and mutes nothing: at every other frame
     Blender's IK still acts, and a later Bake still finds its goals."""
     scene = bpy.context.scene
     ob = R.make_chain(3, roll_step=0.2)
@@ -155,7 +155,7 @@ def test_solve_leaves_ik_constraints_on_and_other_frames_as_they_were(capfd):
     scene.frame_set(20)
     blender_at_20 = R.world_tail(ob, "b02").copy()
     scene.frame_set(5)
-    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    assert bpy.ops.sinew.solve(use_keyframes=True) == {'FINISHED'}
     assert 'IK constraint(s) "IK" (bone "b02") stay on' in capfd.readouterr().out
     assert not con.mute and con.influence == 1.0 and ob.sinew_muted == ""
     frames, _ = R.key_frames(R.fcurve(ob, 'pose.bones["b01"].rotation_quaternion', 0))
@@ -207,7 +207,7 @@ def test_euler_and_axis_angle_bones_are_written_in_their_mode():
     target = R.add_empty("T", (0.9, -0.4, 1.1))
     R.set_goal(ob, "b03", target)
     R.activate(ob)
-    bpy.ops.sinew.solve()
+    bpy.ops.sinew.solve(use_keyframes=True)
     assert (R.world_tail(ob, "b03") - target.location).length < TOL
     pb0 = ob.pose.bones["b00"]
     assert tuple(pb0.rotation_quaternion) == (1.0, 0.0, 0.0, 0.0)  # untouched: the bone is in XZY
@@ -231,7 +231,7 @@ def test_free_root_translates_to_an_out_of_reach_target():
     target = R.add_empty("T", (3.0, 1.0, 1.0))
     R.set_goal(ob, "b02", target)
     R.activate(ob)
-    bpy.ops.sinew.solve(root_mode='FREE')
+    bpy.ops.sinew.solve(root_mode='FREE', use_keyframes=True)
     assert (R.world_tail(ob, "b02") - target.location).length < TOL
     assert Vector(ob.pose.bones["b00"].location).length > 0.1
     assert R.fcurve(ob, 'pose.bones["b00"].location', 0) is not None
@@ -306,7 +306,7 @@ def test_errors_are_reported_and_change_nothing(capfd):
     lim.use_cone = False
     assert bpy.ops.sinew.solve() == {'FINISHED'}
     out = capfd.readouterr().out
-    assert "Sinew: 1 goal(s) reached" in out
+    assert "Sinew: 1 goal reached" in out
 
 
 def test_error_in_edit_mode_and_wrong_object():

@@ -44,7 +44,7 @@ def _state(ob, names):
 
 
 def _sinew_solve(ob, con):
-    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    assert bpy.ops.sinew.solve(use_keyframes=True) == {'FINISHED'}
     con.mute = True  # what Sinew keyed, without Blender's IK on top
     bpy.context.view_layer.update()
 
@@ -65,7 +65,7 @@ CASES = [
 
 @pytest.mark.parametrize("stretch,target,elbow_tol,scale_tol", CASES)
 def test_two_bone_chain_stretches_as_blenders_ik(stretch, target, elbow_tol, scale_tol):
-    """IK Solve on a two-bone chain (bent 27° at rest) within and beyond reach lands where
+    """Solve IK on a two-bone chain (bent 27° at rest) within and beyond reach lands where
     Blender's IK does: the tip on the target, the elbow within ``elbow_tol``, each bone's length
     within ``scale_tol`` of Blender's, keyed as a uniform pose scale as Blender shows it."""
     ob, con = _two_bones(stretch=stretch, target=target)
@@ -179,7 +179,7 @@ def _rigify_arm(rig):
 def test_rigify_arm_pulled_35_cm_past_reach_stretches_like_blenders_ik(how, capfd):
     """The issue's case: on the rig Rigify generates (its arm IK stretches: ``ik_stretch`` 0.1,
     Use Stretch on), ``hand_ik.L`` pulled 35 cm past the arm's reach. Blender's IK reaches it by
-    stretching both bones; so does Sinew (IK Solve, and a bake), keyed as pose scale: the wrist
+    stretching both bones; so does Sinew (Solve IK, and a bake), keyed as pose scale: the wrist
     on the target, the elbow within 1 cm of Blender's and each bone's length within 0.5%."""
     rig, ik, target = _rigify_arm_past_reach(0.35)
     blender = _rigify_arm(rig)
@@ -225,7 +225,7 @@ def test_rigify_arm_within_reach_barely_stretches():
 
 def test_export_writes_each_bones_stretch(tmp_path):
     """Export IK Problem writes ``"stretch"`` on the bones that stretch, and the file solves to
-    the scales IK Solve keys."""
+    the scales Solve IK keys."""
     import json
 
     import sinew
@@ -268,3 +268,64 @@ def test_a_bone_above_a_connector_keeps_its_length(capfd):
     # does L0, which inherits it.
     assert abs(scale["trunk2"][2][1] - 1.0) < 1e-6 and abs(scale["L0"][2][1] - 1.0) < 1e-6, scale
     assert ob.pose.bones["L1"].scale.y > 1.05
+
+
+def _animated_two_bones():
+    """The two-bone chain (``ik_stretch`` 0.5 and 0.1) whose target is keyed from within reach
+    (frame 1) out past it (frame 15) and back (frame 30)."""
+    ob, con = _two_bones(stretch=(0.5, 0.1), target=(0.0, 0.2, 0.8))
+    t = bpy.data.objects["T"]
+    R.key_locations(t, {1: (0.0, 0.2, 0.8), 15: (0.0, 0.1, 1.5), 30: (0.0, 0.2, 0.8)})
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 30
+    scene.frame_set(1)
+    return ob, con, t
+
+
+def test_a_reduced_bake_keeps_every_scale_key():
+    """A bake with Reduce Keys reduces the rotation keys and leaves the stretch's scale keys one
+    per frame, as baked: Blender's evaluated pose puts the tip on the target (within the
+    reduction's slack) where the chain is stretched, every frame checked."""
+    ob, con, t = _animated_two_bones()
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=30, use_key_reduction=True) == {'FINISHED'}
+    assert con.mute
+    for name in ("b0", "b1"):
+        pb = ob.pose.bones[name]
+        for c in range(3):
+            frames, _values = R.key_frames(R.fcurve(ob, pb.path_from_id("scale"), c))
+            assert list(frames) == list(range(1, 31)), (name, c, frames)
+    rot_keys = [len(R.key_frames(R.fcurve(ob, ob.pose.bones["b0"].path_from_id("rotation_quaternion"), c))[0])
+                for c in range(4)]
+    assert max(rot_keys) < 30, rot_keys  # the rotations were reduced
+    longest = 0.0
+    for f in (1, 8, 15, 22, 30):
+        bpy.context.scene.frame_set(f)
+        e = ob.evaluated_get(R.depsgraph()).pose.bones
+        tip, target = e["b1"].tail, t.matrix_world.translation
+        assert (tip - target).length < 5e-3, (f, tip, target)
+        longest = max(longest, e["b0"].matrix.col[1].to_3d().length)
+    assert longest > 1.2  # it stretched past reach
+
+
+def test_a_failing_reduction_rolls_the_scale_keys_back(addon, monkeypatch):
+    """If the write fails after the scale keys went in (the reduction fails: a fault injected into
+    the real add-on), they go with the rest: the user's action is assigned again with its keys as
+    they were, no action is left behind, the pose's scales are as before, nothing is muted."""
+    ob, con, _t = _animated_two_bones()
+    for f in (1, 30):
+        ob.pose.bones["b0"].rotation_quaternion = (1.0, 0.0, 0.0, 0.0)
+        ob.pose.bones["b0"].keyframe_insert("rotation_quaternion", frame=f)
+    act = ob.animation_data.action
+    before = R.action_snapshot(act)
+    actions = set(bpy.data.actions)
+
+    def fail(*_a, **_k):
+        raise ValueError("injected")
+
+    monkeypatch.setattr(addon.key_reduction, "reduce_bake", fail)
+    with pytest.raises(RuntimeError, match="Sinew failed"):
+        bpy.ops.sinew.bake(frame_start=1, frame_end=30, use_key_reduction=True)
+    assert ob.animation_data.action == act and set(bpy.data.actions) == actions
+    assert R.same_snapshot(R.action_snapshot(act), before)
+    assert all(tuple(pb.scale) == (1.0, 1.0, 1.0) for pb in ob.pose.bones)
+    assert not con.mute and ob.sinew_muted == ""

@@ -238,7 +238,7 @@ def test_bad_sequences(kwargs, error, match):
 
 
 BAD_SOLVERS = {
-    "method": (dict(method="ccd"), "unknown method"),
+    "method": (dict(method="newton"), "unknown method"),
     "zero iterations": (dict(max_iterations=0), "max_iterations"),
     "negative iterations": (dict(max_iterations=-5), "max_iterations"),
     "huge iterations": (dict(max_iterations=2**40), "max_iterations"),
@@ -283,7 +283,7 @@ BAD_FILES = {
     "bad limit": (problem_with(bones=[{"name": "a", "head": [0, 0, 0], "tail": [0, 0, 1],
                                        "limit": {"stiffness": 2.0}}], goals=[]), sinew.LimitError),
     "unknown goal bone": (problem_with(goals=[{"bone": "zz", "target": [0, 0, 0]}]), sinew.UnknownBoneError),
-    "bad method": (problem_with(settings={"method": "ccd"}), sinew.FormatError),
+    "bad method": (problem_with(settings={"method": "newton"}), sinew.FormatError),
     "bad tolerance": (problem_with(settings={"tolerance": -1.0}), sinew.SettingsError),
     "pose shape": (problem_with(pose={"rotations": [[1, 0, 0, 0]]}), sinew.ShapeError),
 }

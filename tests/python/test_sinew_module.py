@@ -134,7 +134,7 @@ def test_stubtest_if_mypy_is_installed():
 def test_exception_hierarchy():
     assert issubclass(sinew.SinewError, ValueError)
     for name in ("RigError", "UnknownBoneError", "LimitError", "GoalError", "ShapeError", "NonFiniteError",
-                 "SettingsError", "FormatError", "InternalError"):
+                 "SettingsError", "FormatError", "InternalError", "UnsupportedError"):
         cls = getattr(sinew, name)
         assert issubclass(cls, sinew.SinewError), name
         assert cls.__module__ == "sinew"

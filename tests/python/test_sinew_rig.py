@@ -127,7 +127,8 @@ def test_limits_set_read_and_clear():
     rig.set_twist_limit("b1", -0.1, 0.2)
     rig.set_stiffness(1, 0.25)
     assert rig.limit(1) == {
-        "swing": "cone", "cone": (0.5, 0.4, 0.3, 0.2), "twist": (-0.1, 0.2), "hinge": None,
+        "swing": "cone", "cone": (0.5, 0.4, 0.3, 0.2), "cone_shape": "rotation_vector", "twist": (-0.1, 0.2),
+        "hinge": None,
         "locked": False, "stiffness": 0.25, "stiffness_axes": (0.25, 0.25, 0.25), "stretch": 0.0,
     }
     rig.set_hinge_limit("b2", (2.0, 0, 0), -0.5, 2.0)
@@ -139,8 +140,8 @@ def test_limits_set_read_and_clear():
     rig.set_locked(3, False)
     assert rig.limit(3)["locked"] is False
     rig.clear_limits(1)
-    assert rig.limit(1) == {"swing": "free", "cone": None, "twist": None, "hinge": None, "locked": False, "stiffness": 0.0,
-                            "stiffness_axes": (0.0, 0.0, 0.0), "stretch": 0.0}
+    assert rig.limit(1) == {"swing": "free", "cone": None, "cone_shape": None, "twist": None, "hinge": None,
+                            "locked": False, "stiffness": 0.0, "stiffness_axes": (0.0, 0.0, 0.0), "stretch": 0.0}
     assert rig.limit(np.int64(0))["swing"] == "free"  # numpy integers name bones too
 
 
@@ -148,6 +149,7 @@ def test_blender_cone_mapping_including_zero_bounds():
     rig = chain(2)
     rig.set_cone_limit_blender(1, -0.3, 0.5, -0.7, 0.9)
     assert rig.limit(1)["cone"] == (0.5, 0.3, 0.9, 0.7)
+    assert rig.limit(1)["cone_shape"] == "blender"
     rig.set_cone_limit_blender(1, 0.0, 0.5, -0.7, 0.0)  # Blender allows a zero bound
     x_pos, x_neg, z_pos, z_neg = rig.limit(1)["cone"]
     assert (x_pos, z_neg) == (0.5, 0.7) and 0 < x_neg <= 1e-6 and 0 < z_pos <= 1e-6
@@ -167,6 +169,64 @@ def test_limit_violation_is_zero_inside_and_the_angle_outside():
     both = quat_mul(quat_axis_angle((1, 0, 0), 0.3), quat_axis_angle((0, 1, 0), 0.1))
     assert rig.limit_violation("b1", both) <= 1e-12
     assert rig.limit_violation(0, quat_axis_angle((0, 0, 1), 3.0)) == 0.0  # free bone
+
+
+def _swing_onto(d):
+    """The quaternion (w, x, y, z) of the shortest turn of +Y onto the unit direction d."""
+    d = np.asarray(d, dtype=np.float64)
+    axis = np.cross((0.0, 1.0, 0.0), d)
+    s = np.linalg.norm(axis)
+    angle = np.arctan2(s, d[1])
+    return np.concatenate([[np.cos(angle / 2)], np.sin(angle / 2) * axis / s]), axis / s, angle
+
+
+@pytest.mark.parametrize("blender", [False, True])
+def test_cone_boundary_lies_on_the_limit(blender):
+    rig = chain(2)
+    if blender:
+        rig.set_cone_limit_blender(1, -0.5, 0.9, -0.3, 0.6)
+        bounds = (0.9, 0.6, 0.5, 0.3)  # about +X, +Z, -X, -Z
+    else:
+        rig.set_cone_limit(1, 1.2, 0.4, 0.7, 0.25)
+        bounds = (1.2, 0.7, 0.4, 0.25)
+    rig.set_twist_limit(1, -0.2, 0.2)  # the boundary is the swing's: twist does not change it
+    dirs = rig.cone_boundary(1, segments=32, rings=4)
+    assert dirs.shape == (4, 32, 3) and dirs.dtype == np.float64
+    assert np.allclose(np.linalg.norm(dirs, axis=2), 1.0)
+    for ring in range(4):
+        for k in range(32):
+            q, axis, angle = _swing_onto(dirs[ring, k])
+            assert rig.limit_violation(1, q) < 1e-9
+            if ring == 3:  # the boundary: a little further out is clamped
+                assert rig.limit_violation(1, quat_axis_angle(axis, angle + 1e-3)) > 1e-5
+                assert rig.limit_state(1, q, 1e-6)["swing_at_bound"]
+            else:
+                assert not rig.limit_state(1, q, 1e-6)["swing_at_bound"]
+    # The four half-angles are segments 0, 8, 16, 24 (about +X, +Z, -X, -Z).
+    for k, bound in zip((0, 8, 16, 24), bounds):
+        assert _swing_onto(dirs[3, k])[2] == pytest.approx(bound, abs=1e-9)
+    assert rig.cone_boundary(0) is None  # a free bone
+    with pytest.raises(sinew.ShapeError):
+        rig.cone_boundary(1, segments=2)
+
+
+def test_limit_state_reports_the_parts_and_the_bounds():
+    rig = chain(3)
+    rig.set_cone_limit(1, 0.5, 0.5, 0.5, 0.5)
+    rig.set_twist_limit(1, -0.2, 0.3)
+    rig.set_hinge_limit(2, (1, 0, 0), 0.0, 2.0)
+    q = quat_mul(quat_axis_angle((1, 0, 0), 0.5), quat_axis_angle((0, 1, 0), 0.1))
+    st = rig.limit_state(1, q)
+    assert st["swing_at_bound"] and not st["twist_at_bound"] and st["hinge"] is None
+    assert st["twist"] == pytest.approx(0.1) and np.allclose(st["swing"], quat_axis_angle((1, 0, 0), 0.5))
+    st = rig.limit_state(1, quat_mul(quat_axis_angle((1, 0, 0), 0.2), quat_axis_angle((0, 1, 0), 0.3)))
+    assert not st["swing_at_bound"] and st["twist_at_bound"]
+    st = rig.limit_state(2, quat_axis_angle((1, 0, 0), 1.0))
+    assert st["hinge"] == pytest.approx(1.0) and not st["swing_at_bound"]
+    assert rig.limit_state(2, quat_axis_angle((1, 0, 0), 2.0))["swing_at_bound"]
+    assert not rig.limit_state(0, (1, 0, 0, 0))["swing_at_bound"]  # free
+    with pytest.raises(sinew.NonFiniteError):
+        rig.limit_state(1, (0, 0, 0, 0))
 
 
 def test_copies_are_independent_and_cheap():

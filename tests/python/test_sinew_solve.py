@@ -172,6 +172,71 @@ def test_dls_method_solves_the_same_problems():
     assert seq.rotations.shape == (3, len(rig), 4) and bool(np.all(seq.reached))
 
 
+METHODS = ["fabrik", "dls", "fabrik_classic", "ccd", "triangulation"]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_every_method_solves_a_chain_by_name(method):
+    rig = chain(6)
+    solver = sinew.Solver(method, max_iterations=2000, tolerance=1e-5)
+    assert solver.method == method
+    assert sinew.Solver(method.upper()).method == method
+    target = (1.5, -2.0, 3.5)
+    sol = solver.solve(rig, [sinew.Goal("b5", target)])
+    assert sol.reached, (method, sol.stop_reason, sol.residuals)
+    assert np.linalg.norm(effector(rig, sol.rotations) - target) == pytest.approx(sol.residuals[0], abs=1e-9)
+    assert_bone_lengths_kept(rig, sol.rotations)
+    if method == "triangulation":
+        assert sol.iterations == 1
+    seq = solver.solve_sequence(rig, [sinew.Goal("b5", target)], np.array([[target]] * 3, dtype=float))
+    assert bool(np.all(seq.reached))
+
+
+@pytest.mark.parametrize("method", ["fabrik_classic", "ccd"])
+def test_classic_fabrik_and_ccd_solve_trees(method):
+    rig = y_shape()
+    goals = [sinew.Goal("arm2.L", (2.5, 0.3, 4.0)), sinew.Goal("arm2.R", (-2.0, -0.5, 4.5))]
+    sol = sinew.Solver(method, max_iterations=2000).solve(rig, goals)
+    _, tails, _ = rig.forward_kinematics(sol.rotations)
+    for g, r in zip(goals, sol.residuals):
+        assert np.linalg.norm(tails[rig.index(g.bone)] - g.target) == pytest.approx(r, abs=1e-9)
+    assert_bone_lengths_kept(rig, sol.rotations)
+    assert sol.worst_residual < 0.05, (method, sol.stop_reason, sol.residuals)
+
+
+def test_triangulation_refuses_what_it_cannot_honour():
+    solver = sinew.Solver("triangulation")
+    two = [sinew.Goal("arm2.L", (2.5, 0.3, 4.0)), sinew.Goal("arm2.R", (-2.0, -0.5, 4.5))]
+    with pytest.raises(sinew.UnsupportedError, match=r'"triangulation".*2 goals'):
+        solver.solve(y_shape(), two)
+    with pytest.raises(sinew.UnsupportedError, match="orientation"):
+        solver.solve(chain(3), [sinew.Goal("b2", (0.5, 0.0, 2.0), orientation=(1, 0, 0, 0))])
+    # A SinewError like every other, and the solver still works.
+    with pytest.raises(sinew.SinewError):
+        solver.solve(y_shape(), two)
+    assert solver.solve(chain(3), [sinew.Goal("b2", (0.5, 0.0, 2.0))]).reached
+
+
+def test_an_unknown_method_lists_every_method():
+    with pytest.raises(sinew.SettingsError, match="fabrik, dls, fabrik_classic, ccd, triangulation"):
+        sinew.Solver("newton")
+
+
+@pytest.mark.parametrize("method", ["jacobian_transpose", "jacobian_pinv", "svd_dls", "sdls"])
+def test_the_jacobian_family_is_selectable_by_name(method):
+    rig = y_shape()
+    goals = [sinew.Goal("arm2.L", (2.5, 0.3, 4.0)), sinew.Goal("arm2.R", (-2.0, -0.5, 4.5))]
+    solver = sinew.Solver(method, max_iterations=2000)
+    assert solver.method == method
+    assert sinew.Solver(method.upper()).method == method
+    sol = solver.solve(rig, goals)
+    _, tails, _ = rig.forward_kinematics(sol.rotations)
+    for g, r in zip(goals, sol.residuals):
+        assert np.linalg.norm(tails[rig.index(g.bone)] - g.target) == pytest.approx(r, abs=1e-9)
+    assert sol.reached, (method, sol.stop_reason, sol.residuals)
+    assert_bone_lengths_kept(rig, sol.rotations)
+
+
 def circle_targets(frames: int, radius: float = 3.0, height: float = 6.0) -> np.ndarray:
     t = np.linspace(0, 2 * np.pi, frames)
     return np.stack([radius * np.cos(t), radius * np.sin(t), height + 0.5 * np.sin(3 * t)], axis=1)
@@ -375,3 +440,16 @@ def test_sequence_orientation_residuals_match_single_solves():
         bone = rig.names.index("arm2.R")
         # (quat_angle goes through acos: near zero it is good to about 1e-8.)
         assert seq.orientation_residuals[f, 1] == pytest.approx(quat_angle(world[bone], orientations[f, 1]), abs=1e-7)
+
+
+def test_methods_lists_every_method_the_solver_accepts():
+    names = sinew.methods()
+    assert isinstance(names, list) and len(names) == len(set(names))
+    assert {"fabrik", "dls"} <= set(names)
+    rig = chain(4)
+    for name in names:
+        solver = sinew.Solver(method=name)
+        assert solver.method == name
+        assert solver.solve(rig, [sinew.Goal("b3", (1.0, 1.0, 1.0))]).reached, name
+    with pytest.raises(sinew.SinewError, match="fabrik"):
+        sinew.Solver(method="not-a-method")

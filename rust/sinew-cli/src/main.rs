@@ -27,7 +27,8 @@ usage: sinew solve PROBLEM.json [options]   solve and print the solution as JSON
 PROBLEM.json is a \"sinew.problem/1\" file, or - for standard input.
 
 solve options (override the file's \"settings\"):
-  --method NAME          solver method (fabrik, dls)
+  --method NAME          solver method (fabrik, dls, fabrik_classic, ccd, triangulation,
+                         jacobian_transpose, jacobian_pinv, svd_dls, sdls)
   --iterations N         iteration cap, >= 1
   --tolerance T          distance at which a goal counts as reached, > 0
   --stall-tolerance T    stop when no effector moves more than this per iteration, >= 0

@@ -86,6 +86,40 @@ fn solve_prints_the_core_solution_as_json() {
     }
 }
 
+/// Every method by name, from `--method` and from the file's `settings.method`: the core's
+/// solution, with the method named in it; a set-up the method cannot honour is a problem error
+/// (exit 1) naming the method and what it cannot honour.
+#[test]
+fn every_method_solves_by_name() {
+    for method in sinew::Method::ALL {
+        for f in ["ffi_chain10.json", "ffi_y_shape.json"] {
+            let path = data(f);
+            let text = std::fs::read_to_string(&path).unwrap();
+            let lp = Problem::from_json(&text).unwrap();
+            let core = method.solver(lp.settings).unwrap().solve(&lp.problem, &lp.pose);
+            let mut value: serde_json::Value = serde_json::from_str(&text).unwrap();
+            value["settings"]["method"] = method.name().into();
+            let in_file = scratch(&format!("method_{}_{f}", method.name()), &value.to_string());
+            for args in [vec!["solve", path.to_str().unwrap(), "--method", method.name()], vec!["solve", in_file.to_str().unwrap()]] {
+                let o = sinew(&args);
+                match &core {
+                    Ok(core) => {
+                        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+                        let sol: SolutionFile = serde_json::from_str(&stdout(&o)).unwrap();
+                        assert_eq!(sol.method, method, "{args:?}");
+                        assert_eq!((sol.iterations, sol.reached, sol.stop), (core.iterations, core.reached, core.stop), "{args:?}");
+                        assert_close(&sol.rotations, &core.pose.rotations.iter().map(|q| [q.w, q.x, q.y, q.z]).collect::<Vec<_>>(), f);
+                    }
+                    Err(e) => {
+                        assert!(matches!(e, sinew::Error::Unsupported { .. }), "{args:?}: {e}");
+                        assert_fails(&o, 1, &[&format!("method \"{}\" cannot solve this problem", method.name())]);
+                    }
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn solve_options_override_the_file() {
     let path = data("ffi_humanoid13.json");
@@ -205,7 +239,7 @@ fn bad_command_lines_exit_2_with_a_hint() {
         (vec![], "no command given"),
         (vec!["frobnicate"], "unknown command \"frobnicate\""),
         (vec!["solve"], "solve needs a problem file"),
-        (vec!["solve", g, "--method", "ccd"], "unknown method \"ccd\"; available: fabrik, dls"),
+        (vec!["solve", g, "--method", "newton"], "unknown method \"newton\"; available: fabrik, dls, fabrik_classic, ccd, triangulation, jacobian_transpose, jacobian_pinv, svd_dls, sdls"),
         (vec!["solve", g, "--method"], "--method needs a method name"),
         (vec!["solve", g, "--iterations", "many"], "not a whole number"),
         (vec!["solve", g, "--iterations", "0"], "max_iterations"),
@@ -247,12 +281,15 @@ fn extreme_numbers_are_refused_or_solved_finite() {
     }
     let oriented = format!("{}\"target\": [0.1, 0.2, 0.5], \"orientation\": [1e300, 0, 1e300, 0]{}", &chain[..goal_start], &chain[goal_end..]);
     let p = scratch("huge_orientation", &oriented);
-    for method in ["fabrik", "dls"] {
+    // (Every method but triangulation, which refuses orientation goals: below.)
+    for method in sinew::Method::ALL.map(sinew::Method::name).into_iter().filter(|&m| m != "triangulation") {
         let o = sinew(&["solve", p.to_str().unwrap(), "--method", method]);
         assert!(o.status.success(), "{}", stderr(&o));
         let text = stdout(&o);
         assert!(!text.contains("null") && !text.contains("NaN"), "{text}");
     }
+    // Triangulation refuses an orientation goal (a problem error, not a solution with NaN).
+    assert_fails(&sinew(&["solve", p.to_str().unwrap(), "--method", "triangulation"]), 1, &["\"triangulation\"", "orientation"]);
 }
 
 /// Loading is linear in the bones: a 100 000-bone chain through `sinew check` (a benchmark-style
@@ -371,4 +408,29 @@ fn stretch_in_and_scales_out() {
     let o = sinew(&["check", p.to_str().unwrap(), "--json"]);
     let c: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(c["stretch"]["link9"], serde_json::json!(0.1));
+}
+
+/// Every method is selectable by `--method` and by the problem file's `settings.method`, and the
+/// solution names it and matches the core's solve.
+#[test]
+fn every_method_is_selectable_by_flag_and_by_file() {
+    let chain = chain_text();
+    for method in sinew::Method::ALL {
+        let name = method.name();
+        let o = sinew(&["solve", data("ffi_chain10.json").to_str().unwrap(), "--method", name, "--iterations", "3000"]);
+        assert!(o.status.success(), "{name}: {}", stderr(&o));
+        let sol: SolutionFile = serde_json::from_str(&stdout(&o)).unwrap();
+        assert_eq!(sol.method, method);
+        assert!(stdout(&o).contains(&format!("\"method\": \"{name}\"")), "{name}: {}", stdout(&o));
+        let in_file = chain.replace("\"method\": \"fabrik\", \"max_iterations\": 100", &format!("\"method\": \"{name}\", \"max_iterations\": 3000"));
+        assert_ne!(in_file, chain);
+        let p = scratch(&format!("method_{name}"), &in_file);
+        let o = sinew(&["solve", p.to_str().unwrap()]);
+        assert!(o.status.success(), "{name}: {}", stderr(&o));
+        let from_file: SolutionFile = serde_json::from_str(&stdout(&o)).unwrap();
+        assert_eq!(from_file.method, method);
+        let core = core_solution(&p, |_| {});
+        assert_eq!(from_file.iterations, core.iterations, "{name}");
+        assert!(core.reached, "{name}: {:?}", core.residuals);
+    }
 }

@@ -41,7 +41,10 @@ pub const SINEW_ABI_VERSION_MAJOR: u32 = 0;
 /// Minor version of the C ABI. It grows when functions, status codes or enum values are added.
 /// 2 added reference poses (`sinew_problem_set_reference`, `sinew_problem_reference`,
 /// `sinew_solver_solve_sequence_with_references`) and `sinew_solver_orientation_residuals`; 3
-/// added per-axis stiffness (`sinew_rig_set_stiffness_axes`); 4 added bones that stretch
+/// added per-axis stiffness (`sinew_rig_set_stiffness_axes`); 4 added the methods
+/// `SINEW_METHOD_FABRIK_CLASSIC`, `SINEW_METHOD_CCD` and `SINEW_METHOD_TRIANGULATION` (2–4),
+/// `SINEW_STATUS_UNSUPPORTED`, `SINEW_METHOD_JACOBIAN_TRANSPOSE` (5), `SINEW_METHOD_JACOBIAN_PINV`
+/// (6), `SINEW_METHOD_SVD_DLS` (7) and `SINEW_METHOD_SDLS` (8), and bones that stretch
 /// (`sinew_rig_set_stretch`, `sinew_solver_scales`, `sinew_solver_solve_scaled`,
 /// `sinew_solver_solve_sequence_scaled`).
 pub const SINEW_ABI_VERSION_MINOR: u32 = 4;

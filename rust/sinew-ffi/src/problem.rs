@@ -325,7 +325,8 @@ pub unsafe extern "C" fn sinew_problem_goal_count(problem: *const sinew_problem,
 ///
 /// Errors: `NULL_ARGUMENT`, `MISALIGNED_POINTER`, `INVALID_ARGUMENT` (a flag other than 0 or 1),
 /// `INVALID_GOAL` (bone out of range, non-finite target, zero orientation, weight outside
-/// [1e-12, 1e12], a target or pole beyond 1e12 rig units, more than 256 goals, ...).
+/// [1e-12, 1e12], a target or pole beyond 1e12 rig units, more than 256 goals moving bones in common or
+/// 65,536 in all, ...).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn sinew_problem_add_goal(
     problem: *mut sinew_problem,

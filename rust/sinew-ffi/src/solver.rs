@@ -22,6 +22,45 @@ pub enum sinew_method {
     Fabrik = 0,
     /// Damped least squares (the Jacobian family), from the start pose alone.
     Dls = 1,
+    /// FABRIK as the tech report writes it (Alg. 1, sub-bases, limits at every step), without
+    /// the least-squares finish: for comparison.
+    FabrikClassic = 2,
+    /// Cyclic Coordinate Descent.
+    Ccd = 3,
+    /// Triangulation (law of cosines, one pass): one position goal on one chain; anything else
+    /// is `SINEW_STATUS_UNSUPPORTED` when solving.
+    Triangulation = 4,
+    /// The Jacobian transpose, `Δθ = α Jᵀ e` with the tech report's α (since ABI 0.4).
+    JacobianTranspose = 5,
+    /// The Jacobian pseudo-inverse, by SVD (since ABI 0.4).
+    JacobianPinv = 6,
+    /// Damped least squares through the SVD, with the damping of Nilsson's thesis (since ABI 0.4).
+    SvdDls = 7,
+    /// Buss & Kim's selectively damped least squares (since ABI 0.4).
+    Sdls = 8,
+}
+
+impl sinew_method {
+    /// Every method with its C id.
+    const ALL: [(sinew_method, Method); 9] = [
+        (Self::Fabrik, Method::Fabrik),
+        (Self::Dls, Method::Dls),
+        (Self::FabrikClassic, Method::FabrikClassic),
+        (Self::Ccd, Method::Ccd),
+        (Self::Triangulation, Method::Triangulation),
+        (Self::JacobianTranspose, Method::JacobianTranspose),
+        (Self::JacobianPinv, Method::JacobianPinv),
+        (Self::SvdDls, Method::SvdDls),
+        (Self::Sdls, Method::Sdls),
+    ];
+
+    fn from_core(method: Method) -> Self {
+        Self::ALL.iter().find(|(_, m)| *m == method).map(|(c, _)| *c).expect("every core method has a C id")
+    }
+
+    fn to_core(id: u32) -> Option<Method> {
+        Self::ALL.iter().find(|(c, _)| *c as u32 == id).map(|(_, m)| *m)
+    }
 }
 
 /// Whether bone 0 (the rig's root) may translate, for `sinew_problem_new`.
@@ -81,12 +120,8 @@ pub struct sinew_settings {
 
 impl sinew_settings {
     pub(crate) fn from_core(method: Method, s: SolveSettings) -> Self {
-        let method = match method {
-            Method::Fabrik => sinew_method::Fabrik,
-            Method::Dls => sinew_method::Dls,
-        };
         Self {
-            method: method as u32,
+            method: sinew_method::from_core(method) as u32,
             max_iterations: s.max_iterations,
             tolerance: s.tolerance,
             stall_tolerance: s.stall_tolerance,
@@ -94,15 +129,12 @@ impl sinew_settings {
     }
 
     fn to_core(self) -> FfiResult<(Method, SolveSettings)> {
-        let method = match self.method {
-            0 => Method::Fabrik,
-            1 => Method::Dls,
-            m => {
-                return Err(FfiError::new(
-                    sinew_status::InvalidSetting,
-                    format!("method {m} is not a sinew_method (0 = fabrik, 1 = dls)"),
-                ));
-            }
+        let Some(method) = sinew_method::to_core(self.method) else {
+            let known: Vec<String> = sinew_method::ALL.iter().map(|(c, m)| format!("{} = {}", *c as u32, m.name())).collect();
+            return Err(FfiError::new(
+                sinew_status::InvalidSetting,
+                format!("method {} is not a sinew_method ({})", self.method, known.join(", ")),
+            ));
         };
         let settings = SolveSettings {
             max_iterations: self.max_iterations,
@@ -195,6 +227,13 @@ pub extern "C" fn sinew_method_name(method: u32) -> *const c_char {
     match method {
         0 => c"fabrik".as_ptr(),
         1 => c"dls".as_ptr(),
+        2 => c"fabrik_classic".as_ptr(),
+        3 => c"ccd".as_ptr(),
+        4 => c"triangulation".as_ptr(),
+        5 => c"jacobian_transpose".as_ptr(),
+        6 => c"jacobian_pinv".as_ptr(),
+        7 => c"svd_dls".as_ptr(),
+        8 => c"sdls".as_ptr(),
         _ => std::ptr::null(),
     }
 }

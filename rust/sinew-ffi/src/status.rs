@@ -58,11 +58,16 @@ pub enum sinew_status {
     /// Sinew panicked. The panic was caught at the boundary; the message says where. The handles
     /// passed to the failing call are still safe to free.
     Panic = 17,
+    /// The solver's method cannot honour something the problem asks for (e.g. triangulation
+    /// given several goals or an orientation goal, or `CCD` a bone that stretches); the message
+    /// names it. Another method
+    /// (`SINEW_METHOD_FABRIK` takes every problem) solves it.
+    Unsupported = 18,
 }
 
 impl sinew_status {
     /// Every status, in numeric order.
-    pub(crate) const ALL: [sinew_status; 18] = [
+    pub(crate) const ALL: [sinew_status; 19] = [
         Self::Ok,
         Self::NullArgument,
         Self::MisalignedPointer,
@@ -81,6 +86,7 @@ impl sinew_status {
         Self::NotConverged,
         Self::InternalError,
         Self::Panic,
+        Self::Unsupported,
     ];
 
     /// The status numbered `code`, if there is one (never a transmute).
@@ -111,6 +117,7 @@ impl sinew_status {
             Self::NotConverged => b"SINEW_STATUS_NOT_CONVERGED\0",
             Self::InternalError => b"SINEW_STATUS_INTERNAL_ERROR\0",
             Self::Panic => b"SINEW_STATUS_PANIC\0",
+            Self::Unsupported => b"SINEW_STATUS_UNSUPPORTED\0",
         }
     }
 }
@@ -144,6 +151,7 @@ impl From<Error> for FfiError {
             Error::BadSetting { .. } | Error::UnknownMethod { .. } => sinew_status::InvalidSetting,
             Error::Format(_) => sinew_status::ParseError,
             Error::NotConverged { .. } => sinew_status::NotConverged,
+            Error::Unsupported { .. } => sinew_status::Unsupported,
             _ => sinew_status::InternalError,
         };
         Self { status, message: e.to_string() }
@@ -321,6 +329,6 @@ mod tests {
             assert_eq!(*s as u32, i as u32);
             assert_eq!(sinew_status::from_u32(i as u32), Some(*s));
         }
-        assert_eq!(sinew_status::from_u32(18), None);
+        assert_eq!(sinew_status::from_u32(19), None);
     }
 }

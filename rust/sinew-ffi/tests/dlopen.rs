@@ -302,16 +302,30 @@ fn json_models_match_the_core(api: &Api) {
         api.ok(unsafe { api.sinew_solver_info(solver, again.as_mut_ptr()) });
         assert_eq!(unsafe { again.assume_init() }, info);
 
-        // The same problem with `sinew_method` 1 (damped least squares) against the core's Dls.
-        let dls = sinew_core::Method::Dls.solver(lp.settings).unwrap().solve(&lp.problem, &lp.pose).unwrap();
-        let mut st = std::mem::MaybeUninit::<sinew_settings>::uninit();
-        api.ok(unsafe { api.sinew_problem_settings(problem, st.as_mut_ptr()) });
-        let st = sinew_settings { method: 1, ..unsafe { st.assume_init() } };
-        let mut dls_solver = null_mut();
-        api.ok(unsafe { api.sinew_solver_new(&st, &mut dls_solver) });
-        api.ok(unsafe { api.sinew_solver_solve(dls_solver, problem, null(), 0, null(), null_mut()) });
-        assert_same(&api.rotations(dls_solver, n), &core_rotations(&dls), &format!("{name} dls rotations"));
-        unsafe { api.sinew_solver_free(dls_solver) };
+        // The same problem with every other `sinew_method` (its index in `Method::ALL`) against
+        // the core's method of that name: the same pose, or the same refusal.
+        for (id, method) in sinew_core::Method::ALL.into_iter().enumerate().skip(1) {
+            assert_eq!(cstr(unsafe { api.sinew_method_name(id as u32) }), method.name());
+            let core = method.solver(lp.settings).unwrap().solve(&lp.problem, &lp.pose);
+            let mut st = std::mem::MaybeUninit::<sinew_settings>::uninit();
+            api.ok(unsafe { api.sinew_problem_settings(problem, st.as_mut_ptr()) });
+            let st = sinew_settings { method: id as u32, ..unsafe { st.assume_init() } };
+            let mut other = null_mut();
+            api.ok(unsafe { api.sinew_solver_new(&st, &mut other) });
+            let status = unsafe { api.sinew_solver_solve(other, problem, null(), 0, null(), null_mut()) };
+            match core {
+                Ok(core) => {
+                    api.ok(status);
+                    assert_same(&api.rotations(other, n), &core_rotations(&core), &format!("{name} {} rotations", method.name()));
+                }
+                Err(e) => {
+                    assert!(matches!(e, sinew_core::Error::Unsupported { .. }), "{name} {}: {e}", method.name());
+                    let msg = api.expect(status, sinew_status::Unsupported);
+                    assert_eq!(msg, e.to_string());
+                }
+            }
+            unsafe { api.sinew_solver_free(other) };
+        }
 
         // Bone names and counts come back as the file has them.
         let mut count = 0;
@@ -913,10 +927,16 @@ fn versions_and_names(api: &Api) {
     assert_eq!(cstr(unsafe { api.sinew_status_name(0) }), "SINEW_STATUS_OK");
     assert_eq!(cstr(unsafe { api.sinew_status_name(6) }), "SINEW_STATUS_PARSE_ERROR");
     assert_eq!(cstr(unsafe { api.sinew_status_name(17) }), "SINEW_STATUS_PANIC");
+    assert_eq!(cstr(unsafe { api.sinew_status_name(18) }), "SINEW_STATUS_UNSUPPORTED");
     assert_eq!(cstr(unsafe { api.sinew_status_name(9999) }), "SINEW_STATUS_UNKNOWN");
     assert_eq!(cstr(unsafe { api.sinew_method_name(0) }), "fabrik");
-    assert_eq!(cstr(unsafe { api.sinew_method_name(1) }), "dls");
-    assert!(unsafe { api.sinew_method_name(2) }.is_null());
+    for (id, name) in ["fabrik", "dls", "fabrik_classic", "ccd", "triangulation", "jacobian_transpose", "jacobian_pinv", "svd_dls", "sdls"]
+        .into_iter()
+        .enumerate()
+    {
+        assert_eq!(cstr(unsafe { api.sinew_method_name(id as u32) }), name);
+    }
+    assert!(unsafe { api.sinew_method_name(sinew_core::Method::ALL.len() as u32) }.is_null());
     for (i, s) in ["converged", "stalled", "out_of_reach", "iteration_limit"].iter().enumerate() {
         assert_eq!(cstr(unsafe { api.sinew_stop_reason_name(i as u32) }), *s);
     }
@@ -1097,9 +1117,9 @@ fn misuse_is_reported(api: &Api) {
 
         // Solvers: settings validation, no solution yet, wrong start lengths, small buffers.
         let mut solver: *mut sinew_solver = std::ptr::dangling_mut();
-        let mut st = sinew_settings { method: 7, max_iterations: 10, tolerance: 1e-3, stall_tolerance: 0.0 };
+        let mut st = sinew_settings { method: 99, max_iterations: 10, tolerance: 1e-3, stall_tolerance: 0.0 };
         let msg = api.expect(api.sinew_solver_new(&st, &mut solver), sinew_status::InvalidSetting);
-        assert!(msg.contains("method 7"), "{msg}");
+        assert!(msg.contains("method 99"), "{msg}");
         assert!(solver.is_null());
         st.method = 0;
         st.tolerance = -1.0;

@@ -41,6 +41,12 @@ create_exception!(sinew, SettingsError, SinewError, "A solver setting (method, i
 create_exception!(sinew, FormatError, SinewError, "A problem file could not be read.");
 create_exception!(
     sinew,
+    UnsupportedError,
+    SinewError,
+    "The solver's method cannot honour something the problem asks for (a kind of goal, a limit type, a rig shape); the message names it. Another method (\"fabrik\" takes every problem) solves it."
+);
+create_exception!(
+    sinew,
     InternalError,
     SinewError,
     "A bug in Sinew (a Rust panic, caught at the module boundary); please report it."
@@ -58,6 +64,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("NonFiniteError", py.get_type::<NonFiniteError>())?;
     m.add("SettingsError", py.get_type::<SettingsError>())?;
     m.add("FormatError", py.get_type::<FormatError>())?;
+    m.add("UnsupportedError", py.get_type::<UnsupportedError>())?;
     m.add("InternalError", py.get_type::<InternalError>())?;
     Ok(())
 }
@@ -77,6 +84,7 @@ pub(crate) fn core_err(e: sinew::Error) -> PyErr {
         E::NonFinite { .. } | E::TooLarge { .. } => NonFiniteError::new_err(msg),
         E::BadSetting { .. } | E::UnknownMethod { .. } => SettingsError::new_err(msg),
         E::Format(_) => FormatError::new_err(msg),
+        E::Unsupported { .. } => UnsupportedError::new_err(msg),
         _ => SinewError::new_err(msg),
     }
 }

@@ -38,6 +38,7 @@ fn _sinew(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<solver::PySolver>()?;
     m.add_class::<solver::PySolution>()?;
     m.add_class::<solver::PySequenceResult>()?;
+    m.add_function(wrap_pyfunction!(solver::methods, m)?)?;
     m.add_function(wrap_pyfunction!(solver::analyze, m)?)?;
     m.add_function(wrap_pyfunction!(solver::load_problem, m)?)?;
     // Not in `__all__` (setattr, not add): private.

@@ -8,8 +8,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 use crate::convert::{BoneSpec, Dim, push_wxyz, push_xyz, quats_from_wxyz, read_f64, read_opt_f64, read_opt_vec3, read_quat, read_vec3, to_numpy};
-use crate::errors::{NonFiniteError, RigError, guard, guard_core};
-use sinew::{ConeLimit, HingeLimit, JointLimit, Pose, Swing, TwistLimit};
+use crate::errors::{NonFiniteError, RigError, ShapeError, guard, guard_core};
+use sinew::{ConeLimit, ConeShape, HingeLimit, JointLimit, Pose, Swing, TwistLimit};
 
 /// A skeleton with rest transforms, lengths and joint limits.
 ///
@@ -226,6 +226,14 @@ impl PyRig {
         };
         d.set_item("swing", swing)?;
         d.set_item("cone", cone)?;
+        d.set_item(
+            "cone_shape",
+            match l.swing {
+                Swing::Cone(c) if c.shape == ConeShape::Blender => Some("blender"),
+                Swing::Cone(_) => Some("rotation_vector"),
+                _ => None,
+            },
+        )?;
         d.set_item("twist", l.twist.map(|t| (t.min, t.max)))?;
         d.set_item("hinge", hinge)?;
         d.set_item("locked", l.locked)?;
@@ -244,6 +252,62 @@ impl PyRig {
             return Err(NonFiniteError::new_err("rotation_wxyz must be a finite, non-zero quaternion"));
         }
         guard(|| Ok(rig.bone(i).limit.violation(q.normalize())))
+    }
+
+    /// Where the bone's cone lets it point (`ConeLimit::boundary_directions`): unit directions
+    /// (rings, segments, 3) in the bone's rest frame, the last ring on the boundary; None when
+    /// the bone's swing is not bounded by a cone.
+    #[pyo3(signature = (bone, segments = 64, rings = 1))]
+    fn cone_boundary<'py>(
+        &self,
+        py: Python<'py>,
+        bone: &Bound<'py, PyAny>,
+        segments: usize,
+        rings: usize,
+    ) -> PyResult<Option<Bound<'py, PyArray3<f64>>>> {
+        if !(4..=65_536).contains(&segments) || !(1..=4_096).contains(&rings) || segments * rings > 1 << 20 {
+            return Err(ShapeError::new_err(format!(
+                "cone_boundary: segments must be in [4, 65536] and rings in [1, 4096] (at most 2^20 directions), \
+                 got {segments} and {rings}"
+            )));
+        }
+        let (rig, i) = self.resolve(bone)?;
+        let Swing::Cone(cone) = rig.bone(i).limit.swing else { return Ok(None) };
+        let dirs = guard(|| Ok(cone.boundary_directions(segments, rings)))?;
+        let mut v = Vec::with_capacity(dirs.len() * 3);
+        for d in dirs {
+            push_xyz(&mut v, d);
+        }
+        to_numpy(py, v, (rings, segments, 3)).map(Some)
+    }
+
+    /// Where `rotation_wxyz` (a local rotation) stands against the bone's limit
+    /// (`JointLimit::state`): its swing (wxyz), twist angle, hinge angle (None unless a hinge), and
+    /// whether the swing and the twist are at a bound to within `tolerance` radians.
+    #[pyo3(signature = (bone, rotation_wxyz, tolerance = 1e-3))]
+    fn limit_state<'py>(
+        &self,
+        py: Python<'py>,
+        bone: &Bound<'py, PyAny>,
+        rotation_wxyz: &Bound<'py, PyAny>,
+        tolerance: f64,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let (rig, i) = self.resolve(bone)?;
+        let q = read_quat(rotation_wxyz, "rotation_wxyz")?;
+        if !q.is_finite() || q.length() < 1e-9 {
+            return Err(NonFiniteError::new_err("rotation_wxyz must be a finite, non-zero quaternion"));
+        }
+        if !(tolerance.is_finite() && tolerance >= 0.0) {
+            return Err(NonFiniteError::new_err("tolerance must be a finite number >= 0"));
+        }
+        let st = guard(|| Ok(rig.bone(i).limit.state(q.normalize(), tolerance)))?;
+        let d = PyDict::new(py);
+        d.set_item("swing", (st.swing.w, st.swing.x, st.swing.y, st.swing.z))?;
+        d.set_item("twist", st.twist)?;
+        d.set_item("hinge", st.hinge_angle)?;
+        d.set_item("swing_at_bound", st.swing_at_bound)?;
+        d.set_item("twist_at_bound", st.twist_at_bound)?;
+        Ok(d)
     }
 
     /// Heads (N, 3), tails (N, 3) and world rotations (N, 4) wxyz, rig space, for local rotations

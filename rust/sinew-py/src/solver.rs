@@ -1,4 +1,4 @@
-//! `sinew.Solver`, its results, `analyze` and `load_problem`.
+//! `sinew.Solver`, its results, `methods`, `analyze` and `load_problem`.
 //!
 //! Inputs are copied into owned core values while attached to Python; the solve itself runs with
 //! the GIL released (`Python::detach`).
@@ -465,6 +465,13 @@ impl PySequenceResult {
 
 /// The chain structure of `goals` on `rig`: sub-bases (where chains meet), the bones each goal
 /// moves (effector first), and every bone some goal moves.
+/// The names of the IK methods `Solver(method=...)` accepts, in the order of the core's
+/// `Method::ALL` (a method added there is listed here without a change).
+#[pyfunction]
+pub(crate) fn methods() -> Vec<&'static str> {
+    Method::ALL.iter().map(|m| m.name()).collect()
+}
+
 #[pyfunction]
 pub(crate) fn analyze<'py>(py: Python<'py>, rig: PyRef<'py, PyRig>, goals: Vec<PyRef<'py, PyGoal>>) -> PyResult<Bound<'py, PyDict>> {
     let inputs = read_inputs(&rig, goals, None, None, None, "pinned")?;

@@ -120,6 +120,16 @@ pub enum Error {
     /// A problem file could not be read.
     #[error("problem file: {0}")]
     Format(String),
+    /// The method cannot honour something the problem asks for (a kind of goal, a limit type, a
+    /// rig shape): it refuses the problem rather than ignore a goal or a limit. Another method
+    /// (`fabrik` takes every problem) solves it.
+    #[error("method \"{method}\" cannot solve this problem: {what}")]
+    Unsupported {
+        /// The method's name, e.g. `triangulation`.
+        method: String,
+        /// What it cannot honour, and why.
+        what: String,
+    },
     /// The solve stopped before every goal was within tolerance
     /// (returned only by [`crate::Solution::ensure_reached`]; `solve` itself reports this in the
     /// [`crate::Solution`]).

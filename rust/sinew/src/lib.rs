@@ -10,7 +10,9 @@
 //! - [`limits`]: [`JointLimit`], [`ConeLimit`], [`TwistLimit`], [`HingeLimit`] (§3.7.2).
 //! - [`goal`] and [`problem`]: [`Goal`], [`Pole`], [`Problem`] and its derived [`Topology`]
 //!   (sub-bases, bones each goal moves).
-//! - [`solver`]: the [`Solver`] trait, [`SolveSettings`], [`Solution`], [`Fabrik`] and [`Dls`].
+//! - [`solver`]: the [`Solver`] trait, [`SolveSettings`], [`Solution`], [`Method`], [`Fabrik`],
+//!   the Jacobian family ([`Dls`], [`JacobianTranspose`], [`JacobianPinv`], [`SvdDls`], [`Sdls`]),
+//!   and, to compare with, [`FabrikClassic`], [`Ccd`] and [`Triangulation`].
 //! - [`rotations`]: turning solved joint positions into local rotations.
 //! - [`geometry`]: shared math (shortest arcs, swing–twist, quadrant ellipse, rigid fits).
 //! - [`format`](mod@format): the JSON problem format.
@@ -46,11 +48,14 @@ pub mod solver;
 pub use error::{Error, Result};
 pub use format::{LoadedProblem, ProblemFile, SolutionFile};
 pub use goal::{Goal, Pole};
-pub use limits::{ConeLimit, HingeLimit, JointLimit, Swing, TwistLimit};
+pub use limits::{ConeLimit, ConeShape, HingeLimit, JointLimit, LimitState, Swing, TwistLimit};
 pub use pose::{Frames, MAX_SCALE, MIN_SCALE, Pose};
 pub use problem::{Problem, RootMode, Topology};
 pub use rig::{Bone, BoneRef, CONNECTED_TOLERANCE, Rig};
-pub use solver::{Dls, Fabrik, FrameTargets, Method, SolveSettings, Solution, Solver, StopReason, solve_sequence};
+pub use solver::{
+    Ccd, Dls, Fabrik, FabrikClassic, FrameTargets, JacobianPinv, JacobianTranspose, Method, Sdls, SolveSettings, Solution, Solver, StopReason, SvdDls,
+    Triangulation, solve_sequence,
+};
 
 /// The crate version (`CARGO_PKG_VERSION`).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -108,6 +108,74 @@ impl ConeLimit {
     /// The half-angle (radians) that stands for a bound of 0 in [`ConeLimit::from_blender`].
     pub const ZERO_BOUND: f64 = 1e-6;
 
+    /// The point of the cone's boundary in its own plane (the rotation vector's `(x, z)`, or for
+    /// [`ConeShape::Blender`] the swing quaternion's) at parameter `phi` (radians) around it:
+    /// `phi = 0, π/2, π, 3π/2` give the bounds about +X, +Z, −X and −Z, and each quadrant in
+    /// between is its quarter ellipse `(a cos φ, b sin φ)`. A Blender cone with an unbounded axis
+    /// (a half turn) is a band of the unit disk, traced along the ray at angle `phi`.
+    #[must_use]
+    pub fn boundary_point(&self, phi: f64) -> DVec2 {
+        let (s, c) = phi.sin_cos();
+        if self.shape == ConeShape::Blender {
+            let (a, b) = self.blender_axes(c, s);
+            let t = match (a.is_finite(), b.is_finite()) {
+                (true, true) => return DVec2::new(a * c, b * s),
+                (true, false) => (a / c.abs()).min(1.0),
+                (false, true) => (b / s.abs()).min(1.0),
+                (false, false) => 1.0,
+            };
+            return DVec2::new(t * c, t * s);
+        }
+        let a = if c >= 0.0 { self.x_pos } else { self.x_neg };
+        let b = if s >= 0.0 { self.z_pos } else { self.z_neg };
+        DVec2::new(a * c, b * s)
+    }
+
+    /// The swing rotation at point `p` of the cone's plane (see [`Self::boundary_point`]).
+    #[must_use]
+    pub fn swing_at(&self, p: DVec2) -> DQuat {
+        if self.shape == ConeShape::Blender {
+            let w = (1.0 - p.length_squared()).max(0.0).sqrt();
+            return DQuat::from_xyzw(p.x, 0.0, p.y, w).normalize();
+        }
+        from_rotation_vector(DVec3::new(p.x, 0.0, p.y))
+    }
+
+    /// Where the cone lets the bone point: unit directions of the bone's axis (its rest frame's
+    /// +Y turned by a swing), `rings × segments` of them, ring-major. Ring `r` is the boundary
+    /// scaled by `(r + 1) / rings` in the cone's plane, so the last ring is the boundary itself
+    /// and the rings with the rest direction (+Y) at the centre tile the allowed region (both
+    /// shapes' regions are star-shaped about it). Segment `k` is at `phi = 2πk / segments`
+    /// ([`Self::boundary_point`]): with `segments` a multiple of 4, the four half-angles are
+    /// vertices. For drawing the limit as Blender draws its own.
+    #[must_use]
+    pub fn boundary_directions(&self, segments: usize, rings: usize) -> Vec<DVec3> {
+        let mut out = Vec::with_capacity(segments * rings);
+        for r in 0..rings {
+            let scale = (r + 1) as f64 / rings as f64;
+            for k in 0..segments {
+                let phi = std::f64::consts::TAU * k as f64 / segments as f64;
+                out.push(self.swing_at(self.boundary_point(phi) * scale) * DVec3::Y);
+            }
+        }
+        out
+    }
+
+    /// True when `swing` (no component about Y) is on the cone's boundary or outside it, to
+    /// within `tolerance` radians: turning it `tolerance` further about its own axis leaves the
+    /// cone. A swing of (nearly) no angle is at the bound only if some half-angle is within
+    /// `tolerance`.
+    #[must_use]
+    pub fn at_bound(&self, swing: DQuat, tolerance: f64) -> bool {
+        let r = rotation_vector(swing);
+        let angle = r.length();
+        if angle < 1e-12 {
+            return self.x_pos.min(self.x_neg).min(self.z_pos).min(self.z_neg) <= tolerance;
+        }
+        let grown = from_rotation_vector(r * ((angle + tolerance).min(std::f64::consts::PI) / angle));
+        angle_between(self.clamp_swing(grown), grown) > 1e-12
+    }
+
     /// Clamps a swing rotation (no component about Y) into the cone.
     #[must_use]
     pub fn clamp_swing(&self, swing: DQuat) -> DQuat {
@@ -166,6 +234,28 @@ impl ConeLimit {
         }
         Ok(())
     }
+}
+
+/// Where a local rotation stands against a bone's limit ([`JointLimit::state`]): its parts and
+/// whether each is at a bound. For display (the Blender add-on colours a limit at its bound).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LimitState {
+    /// The swing part (no component about Y); for a hinge, the rotation about its axis.
+    pub swing: DQuat,
+    /// The twist angle about the bone's own axis (radians; 0 for a hinge).
+    pub twist: f64,
+    /// For a hinge, the angle about its axis (radians).
+    pub hinge_angle: Option<f64>,
+    /// The swing is at (or beyond) the cone's boundary or a hinge bound.
+    pub swing_at_bound: bool,
+    /// The twist is at (or beyond) a bound of the twist range.
+    pub twist_at_bound: bool,
+}
+
+/// True when `angle` is within `tolerance` of either end of `[min, max]`, or outside it; a range
+/// of a full turn has no bound.
+fn range_at_bound(angle: f64, min: f64, max: f64, tolerance: f64) -> bool {
+    max - min < std::f64::consts::TAU - 1e-9 && (angle <= min + tolerance || angle >= max - tolerance)
 }
 
 /// Twist bounds about the bone's own axis (Alg. 2), radians, `-π ≤ min ≤ max ≤ π`.
@@ -404,6 +494,32 @@ impl JointLimit {
                 // it has nothing to do, and cheap).
                 if changed { (swing * twist).normalize() } else { local }
             }
+        }
+    }
+
+    /// Where `local` stands against the limit: its swing and twist (or hinge angle) and which
+    /// of them is at a bound, to within `tolerance` radians (see [`ConeLimit::at_bound`]). A lock
+    /// is not a bound here.
+    #[must_use]
+    pub fn state(&self, local: DQuat, tolerance: f64) -> LimitState {
+        if let Swing::Hinge(h) = self.swing {
+            let angle = twist_angle(local, h.axis);
+            return LimitState {
+                swing: DQuat::from_axis_angle(h.axis, angle),
+                twist: 0.0,
+                hinge_angle: Some(angle),
+                swing_at_bound: range_at_bound(angle, h.min, h.max, tolerance),
+                twist_at_bound: false,
+            };
+        }
+        let (swing, twist) = self.split(local);
+        let twist = twist_angle(twist, DVec3::Y);
+        LimitState {
+            swing,
+            twist,
+            hinge_angle: None,
+            swing_at_bound: matches!(self.swing, Swing::Cone(c) if c.at_bound(swing, tolerance)),
+            twist_at_bound: self.twist.is_some_and(|t| range_at_bound(twist, t.min, t.max, tolerance)),
         }
     }
 
@@ -790,6 +906,79 @@ mod tests {
         let c = x_only.clamp(DQuat::from_rotation_z(1.0) * DQuat::from_rotation_x(1.5));
         let (cs, _) = swing_twist_y(c);
         assert!((cs.x.abs() - 0.35f64.sin()).abs() < 1e-9, "{cs:?}");
+    }
+
+    /// The drawn cone is the clamped one: every boundary direction, as the swing that turns +Y
+    /// onto it, is inside the limit, and turning it a little further leaves it; the four
+    /// half-angles are vertices; the inner rings are inside.
+    #[test]
+    fn cone_boundary_directions_lie_on_the_limit() {
+        use std::f64::consts::PI;
+        let cones = [
+            ConeLimit::new(FRAC_PI_2, FRAC_PI_6, FRAC_PI_4, 1.0),
+            ConeLimit::new(2.8, 2.8, 0.5, 0.5),
+            ConeLimit::new(PI, 0.3, PI, 0.2),
+            ConeLimit::from_blender(-0.5, 0.7, -0.6, 0.4),
+            ConeLimit::from_blender(-0.5, 0.7, -PI, PI),
+            ConeLimit::from_blender(-PI, PI, -0.3, 1.2),
+            ConeLimit::from_blender(0.0, 2.6, -0.2, 0.2),
+        ];
+        let (segments, rings) = (64, 3);
+        for cone in cones {
+            let lim = JointLimit { swing: Swing::Cone(cone), ..JointLimit::FREE }.validated("b").unwrap();
+            let Swing::Cone(c) = lim.swing else { panic!() };
+            let dirs = c.boundary_directions(segments, rings);
+            assert_eq!(dirs.len(), segments * rings);
+            for (i, d) in dirs.iter().enumerate() {
+                assert!((d.length() - 1.0).abs() < 1e-12);
+                if d.y < -1.0 + 1e-9 {
+                    continue; // a half turn: every axis in the XZ plane gives it (the one drawn is inside)
+                }
+                let swing = DQuat::from_rotation_arc(DVec3::Y, *d);
+                assert!(lim.violation(swing) < 1e-9, "{cone:?} #{i}: {d:?} outside by {}", lim.violation(swing));
+                let (axis, angle) = swing.to_axis_angle();
+                if i < segments * (rings - 1) || angle > PI - 1e-3 {
+                    continue; // inner rings; the half turn (the band's ends) has nowhere further to go
+                }
+                let further = DQuat::from_axis_angle(axis, angle + 1e-4);
+                // (Beyond a thin ellipse's tip the clamp moves it by less than 1e-9: any move counts.)
+                assert!(lim.clamp(further) != further, "{cone:?} #{i}: {further:?} is still inside");
+                assert!(c.at_bound(swing, 1e-6), "{cone:?} #{i}");
+            }
+            // The half-angles: segment 0 is the bound about +X, segment n/4 about +Z, and so on.
+            let last = &dirs[segments * (rings - 1)..];
+            for (k, axis, bound) in [(0, DVec3::X, c.x_pos), (16, DVec3::Z, c.z_pos), (32, -DVec3::X, c.x_neg), (48, -DVec3::Z, c.z_neg)] {
+                if c.shape == ConeShape::Blender && bound >= PI - PI_SLACK {
+                    continue; // unbounded: the band reaches the half turn
+                }
+                let expected = DQuat::from_axis_angle(axis, bound) * DVec3::Y;
+                assert!((last[k] - expected).length() < 1e-9, "{cone:?}: segment {k} {:?} vs {expected:?}", last[k]);
+            }
+        }
+    }
+
+    #[test]
+    fn limit_state_says_which_part_is_at_its_bound() {
+        let lim = JointLimit {
+            swing: Swing::Cone(ConeLimit::new(0.8, 0.4, 0.6, 0.5)),
+            twist: Some(TwistLimit { min: -0.3, max: 0.2 }),
+            ..JointLimit::FREE
+        };
+        let st = lim.state(DQuat::from_rotation_x(0.8) * DQuat::from_rotation_y(0.1), 1e-3);
+        assert!(st.swing_at_bound && !st.twist_at_bound, "{st:?}");
+        assert!((st.twist - 0.1).abs() < 1e-12 && st.swing.abs_diff_eq(DQuat::from_rotation_x(0.8), 1e-12));
+        let st = lim.state(DQuat::from_rotation_x(0.79) * DQuat::from_rotation_y(-0.3), 1e-3);
+        assert!(!st.swing_at_bound && st.twist_at_bound, "{st:?}");
+        let st = lim.state(DQuat::from_rotation_z(-0.9), 1e-3); // beyond z_neg: at the bound too
+        assert!(st.swing_at_bound && st.hinge_angle.is_none());
+        assert!(!lim.state(DQuat::IDENTITY, 1e-3).swing_at_bound);
+        let hinge = JointLimit { swing: Swing::Hinge(HingeLimit { axis: DVec3::X, min: 0.0, max: 2.6 }), ..JointLimit::FREE };
+        let st = hinge.state(DQuat::from_rotation_x(2.6), 1e-3);
+        assert!(st.swing_at_bound && (st.hinge_angle.unwrap() - 2.6).abs() < 1e-12, "{st:?}");
+        assert!(hinge.state(DQuat::IDENTITY, 1e-3).swing_at_bound);
+        assert!(!hinge.state(DQuat::from_rotation_x(1.0), 1e-3).swing_at_bound);
+        let full = JointLimit { twist: Some(TwistLimit { min: -std::f64::consts::PI, max: std::f64::consts::PI }), ..JointLimit::FREE };
+        assert!(!full.state(DQuat::from_rotation_y(3.1), 1e-3).twist_at_bound);
     }
 
     #[test]

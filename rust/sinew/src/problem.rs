@@ -62,6 +62,11 @@ pub struct Topology {
     /// through moved parents (its IK tree, as Blender's IK scales a tree to unit size); 0 for
     /// other bones.
     pub(crate) stretch_norm: Vec<f64>,
+    /// Per goal: a label it shares with exactly the goals it is coupled with, directly or
+    /// through others: two goals couple when a bone some goal moves lies on both their paths
+    /// to the root (turning it moves both effectors), or through the free root's translation.
+    /// The damped-least-squares system is block diagonal over these groups.
+    pub(crate) coupled: Vec<usize>,
 }
 
 /// A single position goal's chain of connected bones with a pinned top (see
@@ -85,6 +90,7 @@ impl Topology {
             ..Default::default()
         };
         let mut is_active = vec![false; n];
+        let mut pull_entry = vec![usize::MAX; n];
         for (gi, g) in goals.iter().enumerate() {
             t.effector_goals[g.bone].push(gi);
             let mut chain = vec![g.bone];
@@ -100,9 +106,14 @@ impl Topology {
             }
             for w in chain.windows(2) {
                 let (child, parent) = (w[0], w[1]);
-                match t.pulls[parent].iter_mut().find(|(c, _)| *c == child) {
-                    Some(entry) => entry.1 += g.weight,
-                    None => t.pulls[parent].push((child, g.weight)),
+                // (A child has one parent: its entry's index there, so that a bone with many
+                // pulling children costs no search.)
+                match pull_entry[child] {
+                    usize::MAX => {
+                        pull_entry[child] = t.pulls[parent].len();
+                        t.pulls[parent].push((child, g.weight));
+                    }
+                    k => t.pulls[parent][k].1 += g.weight,
                 }
             }
             for &c in &chain {
@@ -227,11 +238,70 @@ impl Topology {
     }
 }
 
-/// The most goals a problem may have. The damped-least-squares steps both methods use solve a
-/// dense system of up to 7 rows per goal (position, orientation, a pole in a tree), whose
-/// matrix holds `(7·G)²` doubles: 26 MB at this cap, against 400 GB for 100 000 goals. More
-/// goals are refused with [`Error::BadGoal`] naming the first goal beyond the cap.
-pub const MAX_GOALS: usize = 256;
+/// The most goals that may move bones in common ([`Topology::coupled`]). The damped-least-squares
+/// steps solve a dense system per group of coupled goals, of up to 7 rows per goal (position,
+/// orientation, a pole in a tree): `(7·G)²` doubles, 26 MB at this cap (and `(7·G)³ / 3`
+/// operations per step), against 400 GB for 100 000 goals sharing a root.
+pub const MAX_COUPLED_GOALS: usize = 256;
+
+/// [`Topology::coupled`]: a union–find over the goals, joined at every moved bone on their
+/// paths to the root (and at the root when `root_translates`, where the free root's translation
+/// moves every goal under bone 0). Time linear in the goals' path lengths.
+fn coupled_goals(
+    rig: &Rig,
+    goals: &[Goal],
+    is_active: &[bool],
+    root_translates: bool,
+) -> Vec<usize> {
+    fn find(parent: &mut [usize], mut x: usize) -> usize {
+        while parent[x] != x {
+            parent[x] = parent[parent[x]];
+            x = parent[x];
+        }
+        x
+    }
+    let mut parent: Vec<usize> = (0..goals.len()).collect();
+    // Per bone: the first goal whose path crosses it (usize::MAX: none yet).
+    let mut owner = vec![usize::MAX; rig.len()];
+    let root_moves = root_translates && is_active.first() == Some(&true);
+    for (gi, g) in goals.iter().enumerate() {
+        let mut b = Some(g.bone);
+        while let Some(i) = b {
+            if is_active[i] || (i == 0 && root_moves) {
+                if owner[i] == usize::MAX {
+                    owner[i] = gi;
+                } else {
+                    let (a, o) = (find(&mut parent, gi), find(&mut parent, owner[i]));
+                    // Joined at the smaller root: labels are the groups' first goals.
+                    parent[a.max(o)] = a.min(o);
+                    // The owner's walk went on from here to the root: nothing above is new.
+                    break;
+                }
+            }
+            b = rig.bone(i).parent;
+        }
+    }
+    (0..goals.len()).map(|gi| find(&mut parent, gi)).collect()
+}
+
+/// The first goal of the largest group in `coupled` and its size (`None` without goals).
+fn largest_coupled_group(coupled: &[usize]) -> Option<(usize, usize)> {
+    let mut sizes = vec![0usize; coupled.len()];
+    for &c in coupled {
+        sizes[c] += 1;
+    }
+    sizes
+        .iter()
+        .enumerate()
+        .max_by_key(|&(i, &s)| (s, std::cmp::Reverse(i)))
+        .map(|(i, &s)| (i, s))
+}
+
+/// The most goals a problem may have. Time and memory grow linearly with the goals (and their
+/// chains' lengths) as long as few of them share moving bones ([`MAX_COUPLED_GOALS`]); this
+/// bounds them in all. More goals are refused with [`Error::BadGoal`] naming the first goal
+/// beyond the cap.
+pub const MAX_GOALS: usize = 1 << 16;
 
 /// The range of a goal's weight. Weights only matter relative to each other, and the solvers
 /// multiply and square them, so they are kept within twelve orders of magnitude of 1; others are
@@ -282,7 +352,8 @@ impl Problem {
     /// Validates `goals` against `rig` and derives the topology.
     ///
     /// # Errors
-    /// [`Error::BadGoal`] for more than [`MAX_GOALS`] goals, an unknown effector, a non-finite
+    /// [`Error::BadGoal`] for more than [`MAX_GOALS`] goals or [`MAX_COUPLED_GOALS`] goals whose
+    /// chains meet, an unknown effector, a non-finite
     /// target, orientation or pole, a target or pole beyond [`crate::rig::MAX_COORDINATE`], or a
     /// weight outside [`WEIGHT_RANGE`].
     pub fn new(rig: Rig, goals: Vec<Goal>, root: RootMode) -> Result<Self> {
@@ -303,6 +374,18 @@ impl Problem {
             })
             .collect();
         let mut topology = Topology::derive(&rig, &goals);
+        topology.coupled = coupled_goals(&rig, &goals, &topology.is_active, root == RootMode::Free);
+        if let Some((goal, size)) = largest_coupled_group(&topology.coupled)
+            && size > MAX_COUPLED_GOALS
+        {
+            return Err(Error::BadGoal {
+                goal,
+                reason: format!(
+                    "{size} goals, from goal {goal} on, move bones in common (their chains meet): at most {MAX_COUPLED_GOALS} may; \
+                     shorten their chains so that fewer goals share moving bones"
+                ),
+            });
+        }
         topology.serial_chain = serial_chain(&rig, &goals, &topology, root);
         Ok(Self { rig, goals, root, topology, reference: None })
     }
@@ -329,8 +412,8 @@ impl Problem {
 
     /// The reference pose's rotations (rest where none is set) clamped into every bone's limit,
     /// written into `out`; bones no goal moves, and locked ones, keep `start`'s (they keep their
-    /// start in a solve). Its length scales into `scales`: empty for a problem without stretch,
-    /// else the reference's for the bones whose length is an unknown (1 where it has none) and
+    /// start in a solve). Its length scales into `scales`: empty for a problem without stretch
+    /// whose start has none, else the reference's for the bones whose length is an unknown (1 where it has none) and
     /// `start`'s for the others. Returns the root translation: the reference's for a free root
     /// that has one, else `start`'s.
     pub(crate) fn reference_into(&self, start: &Pose, out: &mut Vec<DQuat>, scales: &mut Vec<f64>) -> DVec3 {
@@ -345,7 +428,7 @@ impl Problem {
             *q = if limit.locked || !active[i] { start.rotations[i] } else { limit.clamp(*q) };
         }
         scales.clear();
-        if !self.topology.stretchy.is_empty() {
+        if !self.topology.stretchy.is_empty() || !start.scales.is_empty() {
             scales.extend((0..self.rig.len()).map(|i| start.scale(i)));
             for &i in &self.topology.stretchy {
                 scales[i] = self.reference.as_ref().map_or(1.0, |r| r.scale(i));
@@ -425,6 +508,8 @@ impl Problem {
         self.rig.set_limit(bone, limit)?;
         let mut topology = Topology::derive(&self.rig, &self.goals);
         topology.serial_chain = serial_chain(&self.rig, &self.goals, &topology, self.root);
+        // (The goals and the moved bones are unchanged, so the groups stay within the cap.)
+        topology.coupled = coupled_goals(&self.rig, &self.goals, &topology.is_active, self.root == RootMode::Free);
         self.topology = topology;
         Ok(())
     }

@@ -44,6 +44,9 @@ fn warm_started_tracking_allocates_only_the_solution() {
         ("paper_humanoid13_constrained.json", Method::Fabrik),
         ("paper_humanoid13_constrained.json", Method::Dls),
         ("paper_chain10_constrained.json", Method::Fabrik),
+        ("paper_humanoid13_constrained.json", Method::FabrikClassic),
+        ("paper_humanoid13_constrained.json", Method::Ccd),
+        ("paper_chain10_constrained.json", Method::Triangulation),
     ] {
         let lp = load(file);
         let tracks = common::humanoid_tracks(120, 60.0, 7);

@@ -1,5 +1,9 @@
 //! Bones that stretch (`JointLimit::stretch`, Blender's `ik_stretch`): a stretchy bone's length is
 //! an unknown of the solve, returned as a length scale per bone (`Pose::scales`).
+//!
+//! Most tests measure `fabrik` and `dls`, the methods that return the pose nearest the reference
+//! (Blender's behaviour); `the_other_methods_and_stretch` covers the rest: the Jacobian family
+//! has the length unknown too, the geometric paper methods refuse stretch.
 
 mod common;
 
@@ -41,6 +45,10 @@ fn chain5(stretch: [f64; 4]) -> Rig {
     Rig::new(bones).unwrap()
 }
 
+/// The methods whose answer is the pose nearest the reference (or, without one, FABRIK's and
+/// DLS's own least motion), which the measurements against Blender below hold to.
+const BLENDER_LIKE: [Method; 2] = [Method::Fabrik, Method::Dls];
+
 fn settings() -> SolveSettings {
     SolveSettings { max_iterations: 200, ..SolveSettings::default() }
 }
@@ -59,7 +67,7 @@ fn with_reference(mut problem: Problem, reference: Option<&Pose>) -> Problem {
 #[test]
 fn rigid_rigs_are_unchanged() {
     let target = DVec3::new(0.4, 1.2, 0.3);
-    for method in Method::ALL {
+    for method in BLENDER_LIKE {
         for reference in [None, Some(Pose::rest(5))] {
             let rigid = with_reference(Problem::new(chain5([0.0; 4]), vec![Goal::new(4, target).with_chain_length(3)], RootMode::Pinned).unwrap(), reference.as_ref());
             assert!(!rigid.stretches());
@@ -92,7 +100,7 @@ fn a_stretchy_chain_reaches_targets_out_of_reach() {
     let reach = rig.reach(4, 1);
     for case in 0..40 {
         let target = base + rng.unit() * reach * rng.range(1.05, 2.5);
-        for method in Method::ALL {
+        for method in BLENDER_LIKE {
             for reference in [None, Some(Pose::rest(5))] {
                 let problem = with_reference(Problem::new(rig.clone(), vec![Goal::new(4, target).with_chain_length(4)], RootMode::Pinned).unwrap(), reference.as_ref());
                 assert!(problem.stretches());
@@ -135,7 +143,7 @@ fn within_reach_a_chain_barely_stretches() {
         assert!(sol.reached, "case {case}");
         assert_eq!(sol.pose.scales, vec![1.0, 1.0], "case {case}");
         let toward = with_reference(plain, Some(&Pose::rest(2)));
-        for method in Method::ALL {
+        for method in BLENDER_LIKE {
             let sol = solve(&toward, method, &Pose::rest(2));
             assert!(sol.reached, "case {case} {method:?}");
             check_solution(&toward, &Pose::rest(2), &sol, 1e-4, 1e-9).unwrap();
@@ -150,7 +158,7 @@ fn within_reach_a_chain_barely_stretches() {
 #[test]
 fn stretch_is_shared_as_blenders_weights_share_it() {
     let problem = with_reference(Problem::new(two_bones(0.0, [0.5, 0.1]), vec![Goal::new(1, DVec3::new(0.0, 0.0, 1.5))], RootMode::Pinned).unwrap(), Some(&Pose::rest(2)));
-    for method in Method::ALL {
+    for method in BLENDER_LIKE {
         let sol = solve(&problem, method, &Pose::rest(2));
         assert!(sol.reached, "{method:?}");
         let s = &sol.pose.scales;
@@ -197,7 +205,7 @@ fn stretch_is_continuous_in_the_target() {
     let reach = rig.reach(4, 1);
     let base = rig.rest_frames().heads[1];
     let dir = DVec3::new(0.3, 1.0, 0.2).normalize();
-    for method in Method::ALL {
+    for method in BLENDER_LIKE {
         let mut last: Option<Pose> = None;
         let step = 1e-3 * reach;
         let mut k = 0.9;
@@ -253,7 +261,7 @@ fn a_sequence_stretches_and_comes_back() {
     // frame before: where the chain is straight, twist about it is free and the two may differ by
     // it.)
     let largest_turn = |poses: &[Pose], skip: usize| poses.windows(2).skip(skip).map(|w| w[0].max_angle_to(&w[1])).fold(0.0, f64::max);
-    for method in Method::ALL {
+    for method in BLENDER_LIKE {
         for reference in [None, Some(Pose::rest(5))] {
             let skip = usize::from(reference.is_none());
             let rigid = largest_turn(&run(chain5([0.0; 4]), method, reference.as_ref(), true), skip);
@@ -281,7 +289,7 @@ fn bad_stretch_and_scales_are_typed_errors() {
     }
     let problem = Problem::new(two_bones(0.1, [0.0, 0.2]), vec![Goal::new(1, DVec3::new(0.0, 0.0, 1.5))], RootMode::Pinned).unwrap();
     let pose = |scales: Vec<f64>| Pose { scales, ..Pose::rest(2) };
-    for method in Method::ALL {
+    for method in BLENDER_LIKE {
         let mut solver = method.solver(settings()).unwrap();
         let e = solver.solve(&problem, &pose(vec![1.0])).unwrap_err();
         assert!(matches!(e, Error::ShapeMismatch { .. }), "{e}");
@@ -338,4 +346,64 @@ fn the_problem_format_carries_stretch() {
     assert_eq!(lp.pose.scales, vec![1.0, 1.5]);
     let bad = text(", \"stretch\": 0.5").replace("\"goals\"", "\"pose\": {\"rotations\": [[1,0,0,0],[1,0,0,0]], \"scales\": [1.5, 1]}, \"goals\"");
     assert!(matches!(Problem::from_json(&bad), Err(Error::LimitOutOfRange { .. })));
+}
+
+/// The methods added beside `fabrik` and `dls`: the Jacobian family (transpose, pseudo-inverse,
+/// SVD-DLS, SDLS) has a column per stretchy bone's length and stretches a chain toward targets
+/// beyond its reach; textbook FABRIK, CCD and triangulation, whose steps keep every length,
+/// refuse a problem where a stretchy bone carries a goal (`Error::Unsupported`), and a stretchy
+/// bone no goal moves changes no bit of their solutions.
+#[test]
+fn the_other_methods_and_stretch() {
+    let mut rng = Rng::new(21);
+    let rig = chain5([0.1, 0.0, 0.3, 1.0]);
+    let base = rig.rest_frames().heads[1];
+    let reach = rig.reach(4, 1);
+    let many = SolveSettings { max_iterations: 2000, ..settings() };
+    for case in 0..20 {
+        let target = base + rng.unit() * reach * rng.range(1.05, 1.6);
+        let problem = Problem::new(rig.clone(), vec![Goal::new(4, target).with_chain_length(4)], RootMode::Pinned).unwrap();
+        for method in [Method::JacobianTranspose, Method::JacobianPinv, Method::SvdDls, Method::Sdls] {
+            let sol = method.solver(many).unwrap().solve(&problem, &Pose::rest(5)).unwrap();
+            let what = format!("case {case} {method:?}: {:?} {:?} {:?}", sol.stop, sol.residuals, sol.pose.scales);
+            check_solution(&problem, &Pose::rest(5), &sol, 1e-4, 1e-9).map_err(|e| format!("{what}: {e}")).unwrap();
+            let s = &sol.pose.scales;
+            assert!(s.len() == 5 && s[0] == 1.0 && s[2] == 1.0 && s[4] > 1.0, "{what}");
+            if matches!(method, Method::SvdDls | Method::Sdls) {
+                assert!(sol.reached, "{what}");
+            }
+        }
+        for method in [Method::FabrikClassic, Method::Ccd, Method::Triangulation] {
+            let e = method.solver(settings()).unwrap().solve(&problem, &Pose::rest(5)).unwrap_err();
+            assert!(matches!(&e, Error::Unsupported { what, .. } if what.contains("\"b0\"") && what.contains("stretch")), "{e}");
+        }
+    }
+    let target = DVec3::new(0.4, 1.2, 0.3);
+    for method in [Method::FabrikClassic, Method::Ccd, Method::Triangulation] {
+        let rigid = Problem::new(chain5([0.0; 4]), vec![Goal::new(4, target).with_chain_length(3)], RootMode::Pinned).unwrap();
+        let unmoved = Problem::new(chain5([0.5, 0.0, 0.0, 0.0]), vec![Goal::new(4, target).with_chain_length(3)], RootMode::Pinned).unwrap();
+        let a = solve(&rigid, method, &Pose::rest(5));
+        let b = solve(&unmoved, method, &Pose::rest(5));
+        assert_eq!(a, b, "{method:?}");
+        // A start that stretches the unmoved bone keeps it.
+        let start = Pose { scales: vec![1.0, 1.5, 1.0, 1.0, 1.0], ..Pose::rest(5) };
+        let c = solve(&unmoved, method, &start);
+        assert_eq!(c.pose.scales, start.scales, "{method:?}");
+        check_solution(&unmoved, &start, &c, 1e-4, 1e-9).unwrap();
+    }
+}
+
+/// A stretch set on a problem after it was made (`Problem::set_limit`, as the C and Python
+/// adapters do) re-derives everything the steps read, the coupled goals' groups included.
+#[test]
+fn a_stretch_set_on_a_problem_is_solved() {
+    let target = DVec3::new(0.0, 0.0, 1.5);
+    for method in BLENDER_LIKE.into_iter().chain([Method::SvdDls]) {
+        let mut problem = Problem::new(two_bones(0.1, [0.0, 0.0]), vec![Goal::new(1, target)], RootMode::Pinned).unwrap();
+        problem.set_limit(1, JointLimit { stretch: 0.5, ..JointLimit::FREE }).unwrap();
+        assert!(problem.stretches());
+        let sol = solve(&problem, method, &Pose::rest(2));
+        assert!(sol.reached && sol.pose.scales[1] > 1.5, "{method:?}: {:?} {:?}", sol.residuals, sol.pose.scales);
+        check_solution(&problem, &Pose::rest(2), &sol, 1e-4, 1e-9).unwrap();
+    }
 }

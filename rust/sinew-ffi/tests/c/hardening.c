@@ -519,11 +519,56 @@ static void threads(void) {
     sinew_problem_free(problem);
 }
 
+/* Every method by its enumerator and its name; a set-up a method cannot honour is
+ * SINEW_STATUS_UNSUPPORTED with a message, and the solver stays usable. */
+static void methods(void) {
+    static const struct { uint32_t id; const char *name; } all[] = {
+        {SINEW_METHOD_FABRIK, "fabrik"},
+        {SINEW_METHOD_DLS, "dls"},
+        {SINEW_METHOD_FABRIK_CLASSIC, "fabrik_classic"},
+        {SINEW_METHOD_CCD, "ccd"},
+        {SINEW_METHOD_TRIANGULATION, "triangulation"},
+    };
+    sinew_problem *chain = NULL, *oriented = NULL;
+    EXPECT(SINEW_STATUS_OK, sinew_problem_from_json(CHAIN, &chain));
+    EXPECT(SINEW_STATUS_OK, sinew_problem_from_json(
+                                "{\"format\": \"sinew.problem/1\", \"bones\": ["
+                                "{\"name\": \"a\", \"head\": [0,0,0], \"tail\": [0,0,1]},"
+                                "{\"name\": \"b\", \"parent\": \"a\", \"head\": [0,0,1], \"tail\": [0,0,2]}],"
+                                "\"goals\": [{\"bone\": \"b\", \"target\": [1, 0, 1], \"orientation\": [1, 0, 0, 0]}]}",
+                                &oriented));
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        ASSERT(strcmp(sinew_method_name(all[i].id), all[i].name) == 0);
+        sinew_settings settings;
+        EXPECT(SINEW_STATUS_OK, sinew_settings_default(&settings));
+        settings.method = all[i].id;
+        settings.max_iterations = 500;
+        sinew_solver *solver = NULL;
+        EXPECT(SINEW_STATUS_OK, sinew_solver_new(&settings, &solver));
+        sinew_solve_info info;
+        EXPECT(SINEW_STATUS_OK, sinew_solver_solve(solver, chain, NULL, 0, NULL, &info));
+        ASSERT(info.reached && info.bone_count == N && isfinite(info.worst_residual));
+        if (all[i].id == SINEW_METHOD_TRIANGULATION) {
+            EXPECT(SINEW_STATUS_UNSUPPORTED, sinew_solver_solve(solver, oriented, NULL, 0, NULL, &info));
+            ASSERT(strcmp(sinew_status_name(SINEW_STATUS_UNSUPPORTED), "SINEW_STATUS_UNSUPPORTED") == 0);
+            /* The last solution is still the chain's. */
+            EXPECT(SINEW_STATUS_OK, sinew_solver_info(solver, &info));
+            ASSERT(info.bone_count == N);
+        } else {
+            EXPECT(SINEW_STATUS_OK, sinew_solver_solve(solver, oriented, NULL, 0, NULL, &info));
+        }
+        sinew_solver_free(solver);
+    }
+    sinew_problem_free(chain);
+    sinew_problem_free(oriented);
+}
+
 int main(void) {
     rig_new_arguments();
     rig_functions();
     problem_functions();
     solver_functions();
+    methods();
     error_messages();
     threads();
     printf("hardening: %d checks passed\n", checks);

@@ -29,10 +29,12 @@ from ._sinew import (
     Solution,
     Solver,
     UnknownBoneError,
+    UnsupportedError,
     __version__,
     analyze,
     core_version,
     load_problem,
+    methods,
 )
 
 __all__ = [
@@ -51,8 +53,10 @@ __all__ = [
     "Solution",
     "Solver",
     "UnknownBoneError",
+    "UnsupportedError",
     "__version__",
     "analyze",
     "core_version",
     "load_problem",
+    "methods",
 ]

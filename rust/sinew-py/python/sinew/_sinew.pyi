@@ -40,10 +40,12 @@ __all__ = [
     "Solution",
     "Solver",
     "UnknownBoneError",
+    "UnsupportedError",
     "__version__",
     "analyze",
     "core_version",
     "load_problem",
+    "methods",
 ]
 
 __version__: str
@@ -83,15 +85,26 @@ class FormatError(SinewError):
 class InternalError(SinewError):
     """A bug in Sinew (a Rust panic, caught at the module boundary); please report it."""
 
+class UnsupportedError(SinewError):
+    """The solver's method cannot honour something the problem asks for (a kind of goal, a limit type, a rig shape); the message names it. Another method ("fabrik" takes every problem) solves it."""
+
 class _LimitDict(TypedDict):
     swing: Literal["free", "cone", "hinge"]
     cone: tuple[float, float, float, float] | None
+    cone_shape: Literal["rotation_vector", "blender"] | None
     twist: tuple[float, float] | None
     hinge: tuple[tuple[float, float, float], float, float] | None
     locked: bool
     stiffness: float
     stiffness_axes: tuple[float, float, float]
     stretch: float
+
+class _LimitState(TypedDict):
+    swing: tuple[float, float, float, float]
+    twist: float
+    hinge: float | None
+    swing_at_bound: bool
+    twist_at_bound: bool
 
 @final
 class Rig:
@@ -197,13 +210,34 @@ class Rig:
 
     def limit(self, bone: _Bone) -> _LimitDict:
         """The bone's limits: ``{"swing": "free"|"cone"|"hinge", "cone": (x_pos, x_neg, z_pos,
-        z_neg) | None, "twist": (min, max) | None, "hinge": ((x, y, z), min, max) | None,
-        "locked": bool, "stiffness": float (the largest), "stiffness_axes": (x, y, z),
-        "stretch": float}``."""
+        z_neg) | None, "cone_shape": "rotation_vector"|"blender"|None (the plane the cone's
+        ellipses live in: ``set_cone_limit`` or ``set_cone_limit_blender``), "twist": (min, max) |
+        None, "hinge": ((x, y, z), min, max) | None, "locked": bool, "stiffness": float (the
+        largest), "stiffness_axes": (x, y, z), "stretch": float}``."""
 
     def limit_violation(self, bone: _Bone, rotation_wxyz: Sequence[float] | _ArrayLike) -> float:
         """How far the local rotation ``(w, x, y, z)`` is outside the bone's limit, as an angle in
         radians (0 inside). The core's ``JointLimit::violation``."""
+
+    def cone_boundary(self, bone: _Bone, segments: int = 64, rings: int = 1) -> _F64 | None:
+        """Where the bone's cone lets it point, for drawing it: unit directions (rings, segments,
+        3) in the bone's rest frame (the directions of its +Y axis turned by allowed swings).
+        Ring ``r`` is the boundary scaled by ``(r + 1) / rings`` in the cone's own plane, so the
+        last ring is the boundary and the rings around the rest direction (+Y) tile the allowed
+        region; segment ``k`` is at the angle ``2 pi k / segments`` around it, so with segments a
+        multiple of 4 the bounds about +X, +Z, -X and -Z are segments 0, n/4, n/2 and 3n/4. None
+        when the bone's swing is not a cone. The core's ``ConeLimit::boundary_directions``.
+        Raises ShapeError (segments outside [4, 65536], rings outside [1, 4096]) or
+        UnknownBoneError."""
+
+    def limit_state(
+        self, bone: _Bone, rotation_wxyz: Sequence[float] | _ArrayLike, tolerance: float = 1e-3
+    ) -> _LimitState:
+        """Where the local rotation ``(w, x, y, z)`` stands against the bone's limit: its swing
+        (wxyz; for a hinge, the rotation about the hinge axis), its twist angle about the bone's Y
+        (0 for a hinge), the hinge angle (None unless a hinge), and whether the swing and the twist
+        are at (or beyond) a bound to within ``tolerance`` radians. The core's
+        ``JointLimit::state``. Raises NonFiniteError or UnknownBoneError."""
 
     def forward_kinematics(
         self,
@@ -394,8 +428,12 @@ class Solver:
         stall_tolerance: float = 1e-7,
     ) -> Solver:
         """Args:
-            method: ``"fabrik"`` (FABRIK with a damped-least-squares finish) or ``"dls"`` (damped
-                least squares alone).
+            method: ``"fabrik"`` (FABRIK with a damped-least-squares finish), ``"dls"`` (damped
+                least squares alone), ``"fabrik_classic"`` (the tech report's FABRIK as written),
+                ``"ccd"`` (cyclic coordinate descent) or ``"triangulation"`` (law of cosines, one
+                pass; one position goal on one chain, else UnsupportedError when solving), or the
+                rest of the Jacobian family for comparison: ``"jacobian_transpose"``,
+                ``"jacobian_pinv"``, ``"svd_dls"``, ``"sdls"`` (any case).
             max_iterations: iteration cap (>= 1, at most 2**32 - 1).
             tolerance: a goal is reached within this distance (rig units, > 0).
             stall_tolerance: stop when no effector moves more than this per iteration (>= 0).
@@ -442,8 +480,9 @@ class Solver:
             reference_scales: (N,) the reference's length scales, where stretchy bones' lengths
                 fall back to; every bone at 1 if None.
 
-        Raises GoalError, ShapeError, NonFiniteError, SettingsError or UnknownBoneError. Not
-        reaching a target is no error: see ``Solution.reached``.
+        Raises GoalError, ShapeError, NonFiniteError, SettingsError or UnknownBoneError, and
+        UnsupportedError when the method cannot honour the problem (e.g. ``"triangulation"``
+        given several goals). Not reaching a target is no error: see ``Solution.reached``.
         """
 
     def solve_sequence(
@@ -485,6 +524,10 @@ class _Analysis(TypedDict):
     sub_bases: list[int]
     moved: list[list[int]]
     active: list[int]
+
+def methods() -> list[str]:
+    """The names of the IK methods ``Solver(method=...)`` accepts, in the core's order (the
+    default, ``"fabrik"``, among them)."""
 
 def analyze(rig: Rig, goals: Sequence[Goal]) -> _Analysis:
     """The chain structure of ``goals`` on ``rig``: ``sub_bases`` (bones where chains meet,

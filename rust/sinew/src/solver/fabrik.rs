@@ -1448,7 +1448,7 @@ impl Fabrik {
 /// The FABRIK line step for a body pulled by one point: the point `local` goes to `target` and
 /// the head lands on the line from `target` toward the old head (Alg. 1, lines 1.24–1.27).
 #[inline]
-fn line_step(rot: DQuat, old_head: DVec3, local: DVec3, target: DVec3) -> (DQuat, DVec3) {
+pub(super) fn line_step(rot: DQuat, old_head: DVec3, local: DVec3, target: DVec3) -> (DQuat, DVec3) {
     let len = local.length();
     if len < EPS_LEN {
         return (rot, target);
@@ -1622,7 +1622,7 @@ fn aim_hinge(base: DQuat, hinge: crate::limits::HingeLimit, head: DVec3, local: 
 
 /// The rotation about a fixed `head` nearest to `rot` that aims `local` at `target`.
 #[inline]
-fn aim(rot: DQuat, head: DVec3, local: DVec3, target: DVec3) -> DQuat {
+pub(super) fn aim(rot: DQuat, head: DVec3, local: DVec3, target: DVec3) -> DQuat {
     let len = local.length();
     match (target - head).try_normalize() {
         Some(dir) if len > EPS_LEN => turn_toward(rot, local / len, dir),

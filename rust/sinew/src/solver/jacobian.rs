@@ -35,6 +35,7 @@ use glam::{DMat3, DVec3};
 
 use glam::DQuat;
 
+use super::gram::GramBlocks;
 use crate::geometry::{angle_between, from_rotation_vector, renormalize, rotation_vector, swing_twist_y};
 use crate::limits::Swing;
 use crate::pose::{Frames, MAX_SCALE, MIN_SCALE, Pose};
@@ -74,10 +75,11 @@ const MAX_TURN: f64 = 0.5;
 /// properties hold answers to 1e-6 rad under 1e-12 changes of a target).
 const SETTLED: f64 = 2e-8;
 /// [`SETTLED`] for a solve that starts near its answer (tracking, warm-started from the frame
-/// before): the answer then differs from the cold solve's by about this much (the natural-poses
-/// issue allows 1e-3 rad between a bake's frame and the cold solve of that frame), and the steps
-/// stop several iterations sooner.
-const SETTLED_NEAR: f64 = 1e-6;
+/// before): the answer then differs from the cold solve's by up to about ten times this (the
+/// natural-poses issue allows 1e-3 rad between a bake's frame and the cold solve of that frame;
+/// 8e-5 measured on a 10-bone chain's bake), and the steps stop sooner: 21 iterations a frame on
+/// that bake against 29 at 1e-6.
+const SETTLED_NEAR: f64 = 1e-5;
 
 /// The unknowns of one bone (a turn about up to three world axes through its head, scaled by
 /// `gain`), of the root's translation (`bone: None`, the three world axes), or of a stretchy
@@ -133,6 +135,11 @@ pub(crate) struct DlsSteps {
     /// Per joint `j`, the goals it moves: `reaches[reach_start[j]..reach_start[j + 1]]`.
     reaches: Vec<usize>,
     reach_start: Vec<usize>,
+    /// Scratch for them: per bone its joint (`usize::MAX`: none) and the joint of its length,
+    /// per joint a fill position.
+    joint_of_bone: Vec<usize>,
+    stretch_of_bone: Vec<usize>,
+    cursor: Vec<usize>,
     /// Aligned with `reaches`: the links at the current pose.
     links: Vec<Link>,
     /// Per joint `j`, its links to tree poles: `pole_links[pole_start[j]..pole_start[j + 1]]`.
@@ -144,9 +151,9 @@ pub(crate) struct DlsSteps {
     tree_poles: Vec<usize>,
     /// Per goal: its first residual row.
     goal_rows: Vec<usize>,
-    /// `J Jᵀ + λ² I`, row-major; only its lower triangle is read (then holds its Cholesky
-    /// factor).
-    gram: Vec<f64>,
+    /// `J Jᵀ + λ² I`, a block per group of coupled goals ([`GramBlocks`]); only its lower
+    /// triangle is read (then holds its Cholesky factor).
+    gram: GramBlocks,
     /// The right-hand side, then the solution `y` of the damped system.
     rhs: Vec<f64>,
     /// The pose being refined: its frames and residual.
@@ -231,7 +238,11 @@ impl DlsSteps {
         self.run(problem, pose, fk, tolerance, max_iterations)
     }
 
-    fn run(&mut self, problem: &Problem, pose: &mut Pose, fk: Option<&Frames>, tolerance: f64, max_iterations: u32) -> DlsOutcome {
+    /// Sets a run up at `pose` (inside every limit; `fk` its forward kinematics when the caller
+    /// has it): the joints and residual rows of `problem`, the twist each swinging bone keeps
+    /// (the reference's, or `pose`'s), nothing blocked, the frames and residual of `pose`.
+    /// Returns the number of residual rows and `|r|²`.
+    fn begin(&mut self, problem: &Problem, pose: &mut Pose, fk: Option<&Frames>) -> (usize, f64) {
         let rig = problem.rig();
         self.collect_joints(problem);
         if !problem.topology().stretchy.is_empty() && !self.rigid && pose.scales.is_empty() {
@@ -249,8 +260,8 @@ impl DlsSteps {
         for v in [&mut self.residual, &mut self.trial_residual, &mut self.rhs] {
             v.resize(m, 0.0);
         }
-        self.gram.resize(m * m, 0.0);
-        let mut error = match fk {
+        self.layout_gram(problem, m);
+        let error = match fk {
             Some(fk) => {
                 // The caller's frames must be `Rig::forward` of `pose` to the bit (the solution's
                 // residuals are reported from them); checked in debug builds, in scratch space.
@@ -264,6 +275,11 @@ impl DlsSteps {
             }
             None => evaluate(problem, &self.tree_poles, pose, &mut self.frames, &mut self.residual),
         };
+        (m, error)
+    }
+
+    fn run(&mut self, problem: &Problem, pose: &mut Pose, fk: Option<&Frames>, tolerance: f64, max_iterations: u32) -> DlsOutcome {
+        let (m, mut error) = self.begin(problem, pose, fk);
         if self.joints.is_empty() || m == 0 {
             return DlsOutcome { iterations: 0, reached: self.all_reached(problem, tolerance) };
         }
@@ -289,13 +305,13 @@ impl DlsSteps {
             it += 1;
             // `self.frames` and `self.residual` are those of `pose`.
             self.linearize(problem);
-            self.gram_into(m);
-            let scale = (0..m).map(|i| self.gram[i * m + i]).fold(0.0, f64::max);
+            self.gram_into();
+            let scale = (0..m).map(|i| self.gram.get(i, i)).fold(0.0, f64::max);
             if scale <= 0.0 {
                 break;
             }
             for i in 0..m {
-                self.gram[i * m + i] += damping * scale;
+                self.gram.add(i, i, damping * scale);
             }
             self.rhs.copy_from_slice(&self.residual);
             if relaxing && pulled >= RELAX_ITERATIONS && self.blocked.iter().any(Option::is_some) {
@@ -318,7 +334,7 @@ impl DlsSteps {
                 self.turns_toward_reference(problem, pose);
                 self.subtract_j_toward(pull_now);
             }
-            if !cholesky_solve(&mut self.gram, m, &mut self.rhs) {
+            if !self.gram.factor_solve(&mut self.rhs) {
                 break;
             }
             let mut trial = std::mem::take(&mut self.trial);
@@ -340,7 +356,7 @@ impl DlsSteps {
                 // square; one chord step (the same factor, the residual where the step landed)
                 // brings them back before the step is judged.
                 self.rhs.copy_from_slice(&self.trial_residual);
-                cholesky_substitute(&self.gram, m, &mut self.rhs);
+                self.gram.substitute(&mut self.rhs);
                 let mut corrected = std::mem::take(&mut self.corrected);
                 corrected.rotations.clone_from(&trial.rotations);
                 corrected.root_translation = trial.root_translation;
@@ -353,7 +369,7 @@ impl DlsSteps {
             let trial_distance = if relaxing { self.reference_distance(problem, &trial) } else { 0.0 };
             // Within the band a step is kept when it comes nearer the reference, or closes most
             // of the goals' gap (the corrections the pull's steps leave).
-            let better = if pulling { trial_error <= band && (trial_distance < distance || trial_error < 0.25 * error) } else { trial_error < error };
+            let better = if pulling { trial_error <= band && (trial_distance < distance || (trial_error < 0.25 * error && error > 1e-12 * band)) } else { trial_error < error };
             if better {
                 std::mem::swap(pose, &mut trial);
                 std::mem::swap(&mut self.frames, &mut self.trial_frames);
@@ -543,7 +559,8 @@ impl DlsSteps {
     }
 
     /// The joints: every unlocked bone some goal moves (three world axes, or its hinge axis),
-    /// then the root's translation when it is free; which goals each moves; the residual rows.
+    /// then each stretchy bone's length (unless [`DlsSteps::set_rigid`]), then the root's
+    /// translation when it is free; which goals each moves; the residual rows.
     fn collect_joints(&mut self, problem: &Problem) {
         let rig = problem.rig();
         let topo = problem.topology();
@@ -568,35 +585,72 @@ impl DlsSteps {
             let ratios = (sx != sy || sy != sz).then(|| [sx, sy, sz].map(|s| (1.0 - s) / (1.0 - least)));
             self.joints.push(unknown(Some(b), (1.0 - least) * length_weight(b), ratios));
         }
-        if problem.root() == RootMode::Free && topo.active.first() == Some(&0) {
-            self.joints.push(unknown(None, 1.0, None));
-        }
         // The lengths of stretchy bones (locked ones too: a lock holds the rotation).
         for &b in topo.stretchy.iter().filter(|_| !self.rigid) {
             let k = topo.stretch_norm[b] / rig.bone(b).length;
             self.joints.push(Joint { stretch: Some(k), count: 1, world_axes: false, ..unknown(Some(b), stretch_gain(rig.bone(b).limit.stretch), None) });
         }
-        self.reaches.clear();
-        self.reach_start.clear();
-        for joint in &self.joints {
-            self.reach_start.push(self.reaches.len());
-            // A goal moves with a bone on its path to the root; the root's translation moves
-            // bone 0's tree (other roots stay where the rest pose puts them).
-            let on_path = |gi: usize, b: usize| {
-                let mut x = Some(goals[gi].bone);
-                while let Some(i) = x {
-                    if i == b {
-                        return true;
-                    }
-                    x = if i > b { rig.bone(i).parent } else { None };
-                }
-                false
-            };
-            // (A bone's length does not move its own head: a goal on it does not move with it.)
-            let moves = |gi: usize| joint.stretch.is_none() || goals[gi].use_tail || goals[gi].bone != joint.bone.unwrap_or(0);
-            self.reaches.extend((0..goals.len()).filter(|&gi| on_path(gi, joint.bone.unwrap_or(0)) && moves(gi)));
+        // (Last: the explicit methods' unknowns end with the root's translation.)
+        if problem.root() == RootMode::Free && topo.active.first() == Some(&0) {
+            self.joints.push(unknown(None, 1.0, None));
         }
-        self.reach_start.push(self.reaches.len());
+        // Which goals each joint moves: a goal moves with every bone on its path to the root,
+        // and the root's translation moves bone 0's tree (other roots stay where the rest pose
+        // puts them); a stretchy bone's length moves the goals below it and one on its own tail
+        // (not one on its head). Per joint in goal order, from one walk up each goal's path
+        // (two: count, then fill).
+        let root_joint = self.joints.iter().position(|j| j.bone.is_none());
+        self.joint_of_bone.clear();
+        self.joint_of_bone.resize(rig.len(), usize::MAX);
+        self.stretch_of_bone.clear();
+        self.stretch_of_bone.resize(rig.len(), usize::MAX);
+        for (j, joint) in self.joints.iter().enumerate() {
+            if let Some(b) = joint.bone {
+                if joint.stretch.is_some() {
+                    self.stretch_of_bone[b] = j;
+                } else {
+                    self.joint_of_bone[b] = j;
+                }
+            }
+        }
+        let (joint_of_bone, stretch_of_bone, cursor) = (&self.joint_of_bone, &self.stretch_of_bone, &mut self.cursor);
+        let walk = |gi: usize, visit: &mut dyn FnMut(usize)| {
+            let mut x = Some(goals[gi].bone);
+            while let Some(i) = x {
+                if joint_of_bone[i] != usize::MAX {
+                    visit(joint_of_bone[i]);
+                }
+                // (A bone's length does not move its own head: a goal on it does not move with it.)
+                if stretch_of_bone[i] != usize::MAX && (goals[gi].use_tail || goals[gi].bone != i) {
+                    visit(stretch_of_bone[i]);
+                }
+                if i == 0
+                    && let Some(r) = root_joint
+                {
+                    visit(r);
+                }
+                x = rig.bone(i).parent;
+            }
+        };
+        cursor.clear();
+        cursor.resize(self.joints.len() + 1, 0);
+        for gi in 0..goals.len() {
+            walk(gi, &mut |j| cursor[j + 1] += 1);
+        }
+        for j in 0..self.joints.len() {
+            cursor[j + 1] += cursor[j];
+        }
+        self.reach_start.clear();
+        self.reach_start.extend_from_slice(cursor);
+        self.reaches.clear();
+        self.reaches.resize(cursor[self.joints.len()], 0);
+        let reaches = &mut self.reaches;
+        for gi in 0..goals.len() {
+            walk(gi, &mut |j| {
+                reaches[cursor[j]] = gi;
+                cursor[j] += 1;
+            });
+        }
         self.goal_rows.clear();
         let mut row = 0;
         for g in goals {
@@ -764,11 +818,25 @@ impl DlsSteps {
         })
     }
 
-    /// `J Jᵀ` into the lower triangle of `self.gram` (row-major, m × m): per joint, a 3 × 3 block
+    /// Lays `self.gram` out for the `m` residual rows: a block per group of coupled goals
+    /// ([`crate::problem::Topology::coupled`]), a tree pole's row with its goal's.
+    fn layout_gram(&mut self, problem: &Problem, m: usize) {
+        let coupled = &problem.topology().coupled;
+        let first_pole_row = m - self.tree_poles.len();
+        let (goal_rows, tree_poles) = (&self.goal_rows, &self.tree_poles);
+        // Goal rows ascend with the goals; the tree poles' rows come after them.
+        let goal_of_row = |row: usize| match row.checked_sub(first_pole_row) {
+            Some(p) => tree_poles[p],
+            None => goal_rows.partition_point(|&r| r <= row) - 1,
+        };
+        self.gram.layout(m, |row| coupled[goal_of_row(row)], problem.goals().len());
+    }
+
+    /// `J Jᵀ` into the lower triangle of `self.gram`: per joint, a 3 × 3 block
     /// (or a row, for a pole) per pair of the rows it moves.
-    fn gram_into(&mut self, m: usize) {
-        let g = &mut self.gram[..m * m];
-        g.fill(0.0);
+    fn gram_into(&mut self) {
+        let g = &mut self.gram;
+        g.clear();
         for (j, joint) in self.joints.iter().enumerate() {
             let links = &self.links[self.reach_start[j]..self.reach_start[j + 1]];
             let axes = &joint.axes[..joint.count];
@@ -778,11 +846,11 @@ impl DlsSteps {
                     let (ra, rb) = (la.row, lb.row);
                     if joint.stretch.is_some() {
                         // One unknown moving the position rows by the lever.
-                        add_block(g, m, ra, rb, outer(la.lever, lb.lever));
+                        g.add3(ra, rb, outer(la.lever, lb.lever));
                         continue;
                     }
                     if joint.bone.is_none() {
-                        add_block(g, m, ra, rb, DMat3::from_diagonal(DVec3::splat(la.lever.x * lb.lever.x)));
+                        g.add3(ra, rb, DMat3::from_diagonal(DVec3::splat(la.lever.x * lb.lever.x)));
                         continue;
                     }
                     let (da, db) = (la.lever, lb.lever);
@@ -792,18 +860,18 @@ impl DlsSteps {
                     } else {
                         axes.iter().map(|&x| outer(x.cross(da), x.cross(db))).sum()
                     };
-                    add_block(g, m, ra, rb, pp);
+                    g.add3(ra, rb, pp);
                     if let Some(sa) = la.spin {
                         // Orientation rows of `la` by position rows of `lb`: Σ_c sa a_c (a_c × db)ᵀ.
                         let rp = if joint.world_axes { skew(db) * sa } else { axes.iter().map(|&x| outer(x * sa, x.cross(db))).sum() };
-                        add_block(g, m, ra + 3, rb, rp);
+                        g.add3(ra + 3, rb, rp);
                         if let Some(sb) = lb.spin {
                             let rr = if joint.world_axes {
                                 DMat3::from_diagonal(DVec3::splat(sa * sb))
                             } else {
                                 axes.iter().map(|&x| outer(x * sa, x * sb)).sum()
                             };
-                            add_block(g, m, ra + 3, rb + 3, rr);
+                            g.add3(ra + 3, rb + 3, rr);
                         }
                     }
                     if let Some(sb) = lb.spin
@@ -812,7 +880,7 @@ impl DlsSteps {
                         // Position rows of `la` by orientation rows of `lb` (above the diagonal
                         // when they are the same goal's).
                         let pr = if joint.world_axes { -skew(da) * sb } else { axes.iter().map(|&x| outer(x.cross(da), x * sb)).sum() };
-                        add_block(g, m, ra, rb + 3, pr);
+                        g.add3(ra, rb + 3, pr);
                     }
                 }
             }
@@ -825,16 +893,16 @@ impl DlsSteps {
                         Some(_) => (pa.turn.cross(l.lever), l.spin.map(|s| pa.turn * s)),
                     };
                     for c in 0..3 {
-                        g[pa.row * m + l.row + c] += pos[c];
+                        g.add(pa.row, l.row + c, pos[c]);
                     }
                     if let Some(rot) = rot {
                         for c in 0..3 {
-                            g[pa.row * m + l.row + 3 + c] += rot[c];
+                            g.add(pa.row, l.row + 3 + c, rot[c]);
                         }
                     }
                 }
                 for pb in &poles[..=a] {
-                    g[pa.row * m + pb.row] += pa.per_axis.dot(pb.per_axis);
+                    g.add(pa.row, pb.row, pa.per_axis.dot(pb.per_axis));
                 }
             }
         }
@@ -947,6 +1015,103 @@ fn stretch_lead(rig: &crate::rig::Rig, b: usize, effector: usize) -> DVec3 {
     DVec3::new(0.0, rig.bone(b).length, 0.0)
 }
 
+/// The Jacobian written out, for the methods that factor it (the transpose, pseudo-inverse, SVD-DLS
+/// and SDLS solvers, `super::explicit`): the same unknowns, rows, limits and clamping loop as the
+/// damped-least-squares steps above, with `J` formed densely and each step given as `Δθ = Jᵀ y`
+/// (every method of the family steps within `J`'s row space, so a step is its `y`).
+impl DlsSteps {
+    /// Sets the steps up for `problem` at `pose` (inside every limit) with no reference: swinging
+    /// bones keep `pose`'s twist. Returns the number of residual rows `m`.
+    pub(super) fn start_explicit(&mut self, problem: &Problem, pose: &mut Pose) -> usize {
+        self.reference = None;
+        self.begin(problem, pose, None).0
+    }
+
+    /// `J` at the current pose, column-major `m × n` into `jac`, and returns `n`, the number of
+    /// unknowns (each bone's axes in joint order, then one per stretchy bone's length, then the
+    /// root's three translations when it is free: [`DlsSteps::translates_root`]). Row `i` is the
+    /// derivative of residual row `i` ([`DlsSteps::residual_rows`], target minus effector) along
+    /// each unknown, negated: a step `Δθ` moves the residual by `−J Δθ` to first order. Column `c`
+    /// of a bone is `a_c × lever` on a goal's position rows and `spin · a_c` on its orientation
+    /// rows (thesis eq. A-16; the levers carry the gain and `√weight`); a length's column is its
+    /// lever on the position rows of the goals it carries (its unknown is radian-like: the
+    /// length's change over its IK tree's extent, over its gain).
+    pub(super) fn dense_jacobian(&mut self, problem: &Problem, jac: &mut Vec<f64>) -> usize {
+        self.linearize(problem);
+        let m = self.residual.len();
+        let n: usize = self.joints.iter().map(|j| j.count).sum();
+        jac.clear();
+        jac.resize(m * n, 0.0);
+        let mut col = 0;
+        for (j, joint) in self.joints.iter().enumerate() {
+            let links = &self.links[self.reach_start[j]..self.reach_start[j + 1]];
+            let poles = &self.pole_links[self.pole_start[j]..self.pole_start[j + 1]];
+            for c in 0..joint.count {
+                let column = &mut jac[(col + c) * m..(col + c + 1) * m];
+                for l in links {
+                    let (position, rotation) = match joint.bone {
+                        // The root's translation moves a goal's position rows along each axis.
+                        None => (DVec3::AXES[c] * l.lever.x, None),
+                        // A length moves them along its lever, and no orientation.
+                        Some(_) if joint.stretch.is_some() => (l.lever, None),
+                        Some(_) => (joint.axes[c].cross(l.lever), l.spin.map(|s| joint.axes[c] * s)),
+                    };
+                    column[l.row..l.row + 3].copy_from_slice(&position.to_array());
+                    if let Some(r) = rotation {
+                        column[l.row + 3..l.row + 6].copy_from_slice(&r.to_array());
+                    }
+                }
+                for p in poles {
+                    column[p.row] = p.per_axis[c];
+                }
+            }
+            col += joint.count;
+        }
+        n
+    }
+
+    /// The residual rows at the current pose: per goal `√weight · (target − effector)`, then
+    /// its orientation's three rows if it has one; then one row per pole kept in a tree.
+    pub(super) fn residual_rows(&self) -> &[f64] {
+        &self.residual
+    }
+
+    /// Whether the last three unknowns are the root's translation (in rig units; every other
+    /// unknown is a turn in radians, or a stretchy bone's radian-like length).
+    pub(super) fn translates_root(&self) -> bool {
+        self.joints.last().is_some_and(|j| j.bone.is_none())
+    }
+
+    /// Tries the step `Δθ = Jᵀ y` from `pose` (whose frames and residual are the current ones):
+    /// each bone turned and clamped to its limit as every step is (the clamp's direction blocked
+    /// for the next steps). Returns the trial's `|r|²` and the largest change of a residual row;
+    /// [`DlsSteps::accept_trial`] moves `pose` there.
+    pub(super) fn try_step(&mut self, problem: &Problem, pose: &Pose, y: &[f64]) -> (f64, f64) {
+        self.rhs.copy_from_slice(y);
+        let mut trial = std::mem::take(&mut self.trial);
+        trial.rotations.clone_from(&pose.rotations);
+        trial.root_translation = pose.root_translation;
+        trial.scales.clone_from(&pose.scales);
+        self.apply_step(problem, pose, &mut trial, 0.0, false);
+        let error = evaluate(problem, &self.tree_poles, &trial, &mut self.trial_frames, &mut self.trial_residual);
+        self.trial = trial;
+        let moved = self.residual.iter().zip(&self.trial_residual).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        (error, moved)
+    }
+
+    /// `pose` becomes the last [`DlsSteps::try_step`]'s trial, with its frames and residual.
+    pub(super) fn accept_trial(&mut self, pose: &mut Pose) {
+        std::mem::swap(pose, &mut self.trial);
+        std::mem::swap(&mut self.frames, &mut self.trial_frames);
+        std::mem::swap(&mut self.residual, &mut self.trial_residual);
+    }
+
+    /// Every goal of the current pose within `tolerance` (and every tree pole kept).
+    pub(super) fn reached(&self, problem: &Problem, tolerance: f64) -> bool {
+        self.all_reached(problem, tolerance)
+    }
+}
+
 /// The share of a per-axis gain that a turn about `local_axis` (in the bone's own frame, any
 /// length) gets, with `ratios` each local axis's gain over the largest: `1 / |(u_c / ratio_c)|`
 /// for the unit axis `u`, so the metric `Σ_c (θ u_c / ratio_c)²` of a turn `θ u` is `(θ / scale)²`.
@@ -1021,59 +1186,6 @@ fn outer(u: DVec3, v: DVec3) -> DMat3 {
 #[inline]
 fn skew(d: DVec3) -> DMat3 {
     DMat3::from_cols(DVec3::new(0.0, d.z, -d.y), DVec3::new(-d.z, 0.0, d.x), DVec3::new(d.y, -d.x, 0.0))
-}
-
-/// Adds `block` to the 3 × 3 block of row-major `g` (m × m) at rows `row..row + 3`, columns
-/// `col..col + 3`.
-#[inline]
-fn add_block(g: &mut [f64], m: usize, row: usize, col: usize, block: DMat3) {
-    for i in 0..3 {
-        let r = &mut g[(row + i) * m + col..(row + i) * m + col + 3];
-        r[0] += block.x_axis[i];
-        r[1] += block.y_axis[i];
-        r[2] += block.z_axis[i];
-    }
-}
-
-/// Solves `A x = b` in place for symmetric positive-definite `A` (row-major, m × m, only its
-/// lower triangle read), which is overwritten by its Cholesky factor `L` (`A = L Lᵀ`); `b`
-/// becomes `x`. False, with `b` unusable, when a pivot is not positive (`A` not positive
-/// definite to working precision).
-#[allow(clippy::neg_cmp_op_on_partial_ord)] // NaN refused: see the pivot test
-fn cholesky_solve(a: &mut [f64], m: usize, b: &mut [f64]) -> bool {
-    for j in 0..m {
-        let row_j = &mut a[j * m..(j + 1) * m];
-        let d = row_j[j] - row_j[..j].iter().map(|x| x * x).sum::<f64>();
-        // (Negated so that a NaN pivot is refused too.)
-        if !(d > 0.0) {
-            return false;
-        }
-        let d = d.sqrt();
-        row_j[j] = d;
-        let inv = 1.0 / d;
-        let (upto_j, rest) = a.split_at_mut((j + 1) * m);
-        let row_j = &upto_j[j * m..j * m + j];
-        for i in j + 1..m {
-            let row_i = &mut rest[(i - j - 1) * m..(i - j) * m];
-            let s = row_i[j] - row_i[..j].iter().zip(row_j).map(|(x, y)| x * y).sum::<f64>();
-            row_i[j] = s * inv;
-        }
-    }
-    cholesky_substitute(a, m, b);
-    true
-}
-
-/// Solves `L Lᵀ x = b` in place for the factor `L` [`cholesky_solve`] left in `a`.
-fn cholesky_substitute(a: &[f64], m: usize, b: &mut [f64]) {
-    // L z = b, then Lᵀ x = z.
-    for i in 0..m {
-        let row = &a[i * m..i * m + i];
-        b[i] = (b[i] - row.iter().zip(&b[..i]).map(|(x, y)| x * y).sum::<f64>()) / a[i * m + i];
-    }
-    for i in (0..m).rev() {
-        let s = (i + 1..m).map(|k| a[k * m + i] * b[k]).sum::<f64>();
-        b[i] = (b[i] - s) / a[i * m + i];
-    }
 }
 
 /// Forward kinematics of `pose` into `frames` and the residual (rows as `J`'s) into `residual`;
@@ -1331,11 +1443,11 @@ mod tests {
         for v in [&mut steps.residual, &mut steps.rhs, &mut steps.trial_residual] {
             v.resize(m, 0.0);
         }
-        steps.gram.resize(m * m, 0.0);
+        steps.layout_gram(&problem, m);
         steps.blocked = vec![None; 4];
         evaluate(&problem, &steps.tree_poles, &pose, &mut steps.frames, &mut steps.residual);
         steps.linearize(&problem);
-        steps.gram_into(m);
+        steps.gram_into();
         let eps = 1e-6;
         let mut columns = Vec::new();
         for joint in &steps.joints {
@@ -1348,7 +1460,7 @@ mod tests {
         for i in 0..m {
             for j in 0..=i {
                 let dense: f64 = columns.iter().map(|col| col[i] * col[j]).sum();
-                let got = steps.gram[i * m + j];
+                let got = steps.gram.get(i, j);
                 assert!((got - dense).abs() < 1e-5 * (1.0 + dense.abs()), "J Jᵀ[{i}][{j}] = {got} but finite differences give {dense}");
             }
         }
@@ -1378,13 +1490,13 @@ mod tests {
         let m = 6 + 3 + 3 + 1;
         steps.residual.resize(m, 0.0);
         steps.rhs.resize(m, 0.0);
-        steps.gram.resize(m * m, 0.0);
+        steps.layout_gram(&problem, m);
         steps.blocked = vec![None; 8];
         // A blocked direction on the spine: its axes are projected.
         steps.blocked[1] = Some(DVec3::new(0.6, 0.0, 0.8));
         evaluate(&problem, &steps.tree_poles, &pose, &mut steps.frames, &mut steps.residual);
         steps.linearize(&problem);
-        steps.gram_into(m);
+        steps.gram_into();
         // J by central differences, a column per unknown (residual = target − effector, so J is
         // minus its derivative).
         let mut columns = Vec::new();
@@ -1415,7 +1527,7 @@ mod tests {
         for i in 0..m {
             for j in 0..=i {
                 let dense: f64 = columns.iter().map(|col| col[i] * col[j]).sum();
-                let got = steps.gram[i * m + j];
+                let got = steps.gram.get(i, j);
                 assert!((got - dense).abs() < 1e-5 * (1.0 + dense.abs()), "J Jᵀ[{i}][{j}] = {got} but finite differences give {dense}");
             }
         }
@@ -1450,6 +1562,74 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The dense `J` the factoring methods use is the implicit one of the steps: `J Jᵀ` equals
+    /// the Gram matrix block by block, and a step `Jᵀ y` through [`DlsSteps::try_step`] turns
+    /// the bones as the steps' own `apply_step` does.
+    #[test]
+    fn the_dense_jacobian_is_the_steps_jacobian() {
+        let (problem, pose) = torso();
+        dense_jacobian_matches(&problem, pose, 6 + 3 + 3 + 1);
+        // With stretchy bones (a length unknown each, before the free root's translation).
+        let bone = |name: &str, parent: Option<usize>, head: DVec3, length: f64, stretch: f64| Bone {
+            name: name.into(),
+            parent,
+            rest_head: head,
+            rest_rotation: DQuat::from_rotation_z(0.3),
+            length,
+            limit: JointLimit { stretch, ..JointLimit::FREE },
+        };
+        let rig = Rig::new(vec![
+            bone("root", None, DVec3::ZERO, 1.0, 0.3),
+            bone("arm", Some(0), DVec3::new(0.2, 1.0, -0.1), 0.8, 0.7),
+            bone("fore", Some(1), DVec3::new(0.0, 0.8, 0.0), 0.6, 0.0),
+        ])
+        .unwrap();
+        let goals = vec![Goal::new(2, DVec3::new(1.2, 1.9, 0.3)).with_orientation(DQuat::from_rotation_x(0.4)), Goal::new(1, DVec3::new(0.5, 1.5, 0.2))];
+        let mut problem = Problem::new(rig, goals, RootMode::Free).unwrap();
+        let pose = Pose {
+            rotations: (0..3).map(|i| DQuat::from_euler(glam::EulerRot::XYZ, 0.1 * i as f64, -0.2, 0.1)).collect(),
+            root_translation: DVec3::new(0.1, 0.0, -0.1),
+            scales: vec![1.2, 0.8, 1.0],
+        };
+        // (At its orientation: the rotation rows' derivative is `spin · a` there.)
+        let met = problem.rig().forward(&pose).rotations[2];
+        problem.set_orientation(0, Some(met)).unwrap();
+        let steps = dense_jacobian_matches(&problem, pose, 6 + 3);
+        assert_eq!(steps.joints.iter().filter(|j| j.stretch.is_some()).count(), 2);
+    }
+
+    /// [`the_dense_jacobian_is_the_steps_jacobian`] on one problem with `m` rows.
+    fn dense_jacobian_matches(problem: &Problem, mut pose: Pose, rows: usize) -> DlsSteps {
+        let mut steps = DlsSteps::default();
+        let m = steps.start_explicit(problem, &mut pose);
+        assert_eq!(m, rows);
+        let mut jac = Vec::new();
+        let n = steps.dense_jacobian(problem, &mut jac);
+        assert_eq!(n, steps.joints.iter().map(|j| j.count).sum::<usize>());
+        assert!(steps.translates_root());
+        steps.gram_into();
+        for i in 0..m {
+            for j in 0..=i {
+                let dense: f64 = (0..n).map(|c| jac[c * m + i] * jac[c * m + j]).sum();
+                let got = steps.gram.get(i, j);
+                assert!((got - dense).abs() < 1e-12 * (1.0 + dense.abs()), "J Jᵀ[{i}][{j}] = {got}, dense {dense}");
+            }
+        }
+        // A small step: the residual moves by −J Jᵀ y to first order.
+        let y: Vec<f64> = (0..m).map(|i| 1e-6 * ((i as f64 * 0.7).cos())).collect();
+        let before = steps.residual_rows().to_vec();
+        steps.try_step(problem, &pose, &y);
+        let mut after = pose.clone();
+        steps.accept_trial(&mut after);
+        let jty: Vec<f64> = (0..n).map(|c| (0..m).map(|i| jac[c * m + i] * y[i]).sum()).collect();
+        for i in 0..m {
+            let predicted: f64 = -(0..n).map(|c| jac[c * m + i] * jty[c]).sum::<f64>();
+            let moved = steps.residual_rows()[i] - before[i];
+            assert!((moved - predicted).abs() < 1e-3 * predicted.abs().max(1e-9), "row {i}: moved {moved:e}, J Jᵀ y predicts {predicted:e}");
+        }
+        steps
     }
 
     /// The metric toward the reference is the steps' own: at a pose (no blocked direction) the
@@ -1547,7 +1727,7 @@ mod tests {
         for v in [&mut steps.residual, &mut steps.trial_residual, &mut steps.rhs] {
             v.resize(m, 0.0);
         }
-        steps.gram.resize(m * m, 0.0);
+        steps.layout_gram(&problem, m);
         steps.blocked = vec![None; 8];
         steps.kept_twist = pose.rotations.iter().map(|&q| swing_twist_y(q).1).collect();
         evaluate(&problem, &steps.tree_poles, &pose, &mut steps.frames, &mut steps.residual);
@@ -1567,28 +1747,5 @@ mod tests {
             let got = r1[i] - r0[i];
             assert!((got - predicted[i]).abs() < 1e-3 * beta, "row {i}: moved {got:e}, J d predicts {:e}", predicted[i]);
         }
-    }
-
-    #[test]
-    fn cholesky_solves_a_positive_definite_system() {
-        let m = 4;
-        let l = [[2.0, 0.0, 0.0, 0.0], [0.5, 1.5, 0.0, 0.0], [-0.3, 0.2, 1.1, 0.0], [0.7, -0.4, 0.25, 0.9]];
-        let mut a = vec![0.0; m * m];
-        for i in 0..m {
-            for j in 0..m {
-                a[i * m + j] = (0..m).map(|k| l[i][k] * l[j][k]).sum();
-            }
-        }
-        let x = [1.0, -2.0, 0.5, 3.0];
-        let mut b: Vec<f64> = (0..m).map(|i| (0..m).map(|j| a[i * m + j] * x[j]).sum()).collect();
-        let full = a.clone();
-        assert!(cholesky_solve(&mut a, m, &mut b));
-        for i in 0..m {
-            assert!((b[i] - x[i]).abs() < 1e-12, "{b:?}");
-        }
-        // Not positive definite.
-        let mut bad = full;
-        bad[3 * m + 3] = -1.0;
-        assert!(!cholesky_solve(&mut bad, m, &mut vec![1.0; m]));
     }
 }

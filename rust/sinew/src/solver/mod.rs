@@ -1,18 +1,41 @@
 //! The solver interface every method implements, its settings and its result.
 //!
-//! FABRIK ([`Fabrik`], with a damped-least-squares finish) is the main method, and damped least
-//! squares ([`Dls`]) the first of the Jacobian family; CCD, triangulation, the rest of the
-//! Jacobian family and Jack-style nonlinear programming come behind the same [`Solver`] trait, on
-//! the same [`Problem`] and [`Solution`]. Shared machinery: `jacobian` (the joint-space DLS
-//! steps both use).
+//! FABRIK ([`Fabrik`], with a damped-least-squares finish) is the main method; the Jacobian
+//! family is damped least squares ([`Dls`], Levenberg–Marquardt), the transpose
+//! ([`JacobianTranspose`]), the pseudo-inverse ([`JacobianPinv`]), damped least squares through
+//! the SVD ([`SvdDls`]) and selectively damped least squares ([`Sdls`]); the report's FABRIK as
+//! written ([`FabrikClassic`]), CCD ([`Ccd`]) and triangulation ([`Triangulation`]) are there to
+//! compare with. Jack-style nonlinear programming is to come behind the same [`Solver`] trait, on
+//! the same [`Problem`] and [`Solution`]. Shared machinery: `jacobian` (the joint-space steps,
+//! their unknowns, residual rows and clamping, which every Jacobian method uses), `gram` (their
+//! damped system, block by block), `explicit` (the loop of the methods that form `J` and factor
+//! it), `reference` (the reference pose and the pole turn) and `prepare` (where the paper methods
+//! without a least-squares finish start).
 
+mod ccd;
 mod dls;
+mod explicit;
 mod fabrik;
+mod fabrik_classic;
+mod gram;
 mod jacobian;
+mod jacobian_pinv;
+mod jacobian_transpose;
+mod prepare;
 mod reference;
+mod sdls;
+mod svd_dls;
+mod triangulation;
 
+pub use ccd::Ccd;
 pub use dls::Dls;
 pub use fabrik::Fabrik;
+pub use fabrik_classic::FabrikClassic;
+pub use jacobian_pinv::JacobianPinv;
+pub use jacobian_transpose::JacobianTranspose;
+pub use sdls::Sdls;
+pub use svd_dls::SvdDls;
+pub use triangulation::Triangulation;
 
 use glam::{DQuat, DVec3};
 
@@ -217,13 +240,40 @@ pub enum Method {
     Fabrik,
     /// Damped least squares (the Jacobian family: Nilsson's thesis §2.4.3).
     Dls,
+    /// FABRIK as the tech report writes it (Alg. 1, §3.7.1–3.7.2), without the hybrid's finish.
+    FabrikClassic,
+    /// Cyclic Coordinate Descent (tech report §3.6.1).
+    Ccd,
+    /// Triangulation (Müller-Cajar & Mukundan): one chain, one position goal, one pass.
+    Triangulation,
+    /// The Jacobian transpose with the report's α (TR §3.2.2, thesis §2.4.1).
+    JacobianTranspose,
+    /// The Jacobian pseudo-inverse by SVD (TR §3.2.1, §3.2.3; thesis §2.4.2, §2.4.4).
+    JacobianPinv,
+    /// Damped least squares through the SVD (TR eq. 3.27; thesis §2.4.3–2.4.4).
+    SvdDls,
+    /// Buss & Kim's selectively damped least squares (TR §3.2.6).
+    Sdls,
 }
 
 impl Method {
-    /// Every method, for listings.
-    pub const ALL: [Method; 2] = [Method::Fabrik, Method::Dls];
+    /// Every method, for listings; a method's index here is its number in the C ABI
+    /// (`sinew_method`).
+    pub const ALL: [Method; 9] = [
+        Method::Fabrik,
+        Method::Dls,
+        Method::FabrikClassic,
+        Method::Ccd,
+        Method::Triangulation,
+        Method::JacobianTranspose,
+        Method::JacobianPinv,
+        Method::SvdDls,
+        Method::Sdls,
+    ];
 
-    /// The method called `name` (`"fabrik"`, `"dls"`).
+    /// The method called `name` (`"fabrik"`, `"dls"`, `"fabrik_classic"`, `"ccd"`,
+    /// `"triangulation"`, `"jacobian_transpose"`, `"jacobian_pinv"`, `"svd_dls"`, `"sdls"`; any
+    /// case).
     ///
     /// # Errors
     /// [`Error::UnknownMethod`] for an unknown name.
@@ -240,6 +290,13 @@ impl Method {
         match self {
             Self::Fabrik => "fabrik",
             Self::Dls => "dls",
+            Self::FabrikClassic => "fabrik_classic",
+            Self::Ccd => "ccd",
+            Self::Triangulation => "triangulation",
+            Self::JacobianTranspose => "jacobian_transpose",
+            Self::JacobianPinv => "jacobian_pinv",
+            Self::SvdDls => "svd_dls",
+            Self::Sdls => "sdls",
         }
     }
 
@@ -252,6 +309,13 @@ impl Method {
         Ok(match self {
             Self::Fabrik => Box::new(Fabrik::new(settings)),
             Self::Dls => Box::new(Dls::new(settings)),
+            Self::FabrikClassic => Box::new(FabrikClassic::new(settings)),
+            Self::Ccd => Box::new(Ccd::new(settings)),
+            Self::Triangulation => Box::new(Triangulation::new(settings)),
+            Self::JacobianTranspose => Box::new(JacobianTranspose::new(settings)),
+            Self::JacobianPinv => Box::new(JacobianPinv::new(settings)),
+            Self::SvdDls => Box::new(SvdDls::new(settings)),
+            Self::Sdls => Box::new(Sdls::new(settings)),
         })
     }
 }

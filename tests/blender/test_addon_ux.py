@@ -1,0 +1,576 @@
+"""The add-on as Blender users expect it (issue #16, "Operators and menus"): names and places in
+Blender's voice, the bake's dialog, every armature in Pose Mode, Only Selected Bones, auto-keying
+and keying sets, reports that name the goals that miss, tooltips everywhere."""
+
+import json
+import math
+import types
+
+import bpy
+import pytest
+from mathutils import Vector
+
+import sinew_rigs as R
+
+TOL = 1e-3
+OPERATORS = ("solve", "bake", "restore_constraints", "export_problem")
+
+
+# -- A layout that records what a draw function puts in it -----------------------------------
+
+
+class Recorder:
+    """Stands in for ``UILayout`` in a menu's or panel's draw function: records operators,
+    sub-menus, properties and labels (into one shared log, whatever sub-layout they go to)."""
+
+    def __init__(self, log):
+        object.__setattr__(self, "log", log)
+
+    def operator(self, idname, text=None, **_kw):
+        self.log.append(("operator", idname, text))
+        return types.SimpleNamespace()
+
+    def menu(self, name, **_kw):
+        self.log.append(("menu", name, None))
+
+    def prop(self, data, name, text=None, **_kw):
+        self.log.append(("prop", name, text))
+
+    def label(self, text="", **_kw):
+        self.log.append(("label", text, None))
+
+    def __getattr__(self, _name):  # separator, column, row, box, operator_menu_enum, ...
+        return lambda *a, **kw: Recorder(self.log)
+
+    def __setattr__(self, _name, _value):  # active, use_property_split, operator_context, ...
+        pass
+
+
+def select(pb, value):
+    """Selects a pose bone: ``PoseBone.select`` from Blender 5.0, ``Bone.select`` before."""
+    if hasattr(pb, "select"):
+        pb.select = value
+    else:
+        pb.bone.select = value
+
+
+
+def draw_into(fn, context, **attrs):
+    log = []
+    fn(types.SimpleNamespace(layout=Recorder(log), **attrs), context)
+    return log
+
+
+def menu_tree(name, context, depth=0):
+    """{menu: [(kind, id, text)]} for menu ``name`` and the sub-menus it shows, drawing every
+    function Blender would (its own draw and those add-ons appended). Blender's own draw
+    functions that need more than the recorder are skipped; Sinew's must draw."""
+    tree = {}
+    for fn in getattr(bpy.types, name)._dyn_ui_initialize():
+        try:
+            tree.setdefault(name, []).extend(draw_into(fn, context, bl_idname=name))
+        except Exception:
+            if "sinew" in getattr(fn, "__module__", ""):
+                raise
+    for kind, sub, _text in list(tree.get(name, [])):
+        if kind == "menu" and sub not in tree and depth < 3 and hasattr(bpy.types, sub):
+            tree.update(menu_tree(sub, context, depth + 1))
+    return tree
+
+
+def sinew_entries(tree):
+    return [(menu, item) for menu, items in tree.items() for kind, item, _t in items
+            if kind == "operator" and item.startswith("sinew.")]
+
+
+def rna(op):
+    return getattr(bpy.ops.sinew, op).get_rna_type()
+
+
+# -- Names and places ---------------------------------------------------------------------------
+
+
+def test_operators_have_names_in_blenders_voice_and_keep_their_idnames():
+    assert rna("solve").name == "Solve IK"
+    assert rna("bake").name == "Bake IK to Keyframes"
+    assert rna("restore_constraints").name == "Restore IK Constraints"
+    assert bpy.types.SINEW_OT_solve.bl_idname == "sinew.solve"
+    assert bpy.types.SINEW_OT_bake.bl_idname == "sinew.bake"
+
+
+def test_pose_menu_shows_each_operator_once_in_its_place():
+    ob = R.make_chain(3)
+    R.activate(ob)
+    bpy.ops.object.mode_set(mode='POSE')
+    tree = menu_tree("VIEW3D_MT_pose", bpy.context)
+    assert {"VIEW3D_MT_pose_ik", "VIEW3D_MT_object_animation"} <= tree.keys()
+    entries = sinew_entries(tree)
+    assert sorted(entries) == sorted([("VIEW3D_MT_pose_ik", "sinew.solve"),
+                                      ("VIEW3D_MT_pose_ik", "sinew.restore_constraints"),
+                                      ("VIEW3D_MT_object_animation", "sinew.bake")]), entries
+    # Solve and Restore next to each other, after Blender's own Add/Clear IK.
+    ik = [item for kind, item, _t in tree["VIEW3D_MT_pose_ik"] if kind == "operator"]
+    assert ik.index("sinew.restore_constraints") == ik.index("sinew.solve") + 1
+    assert ik.index("sinew.solve") > ik.index("pose.ik_add")
+    # The bake opens a dialog: "..." as Bake Action's entry, and next to it.
+    anim = tree["VIEW3D_MT_object_animation"]
+    assert ("operator", "sinew.bake", "Bake IK to Keyframes...") in anim
+    assert [i for _k, i, _t in anim].index("sinew.bake") > [i for _k, i, _t in anim].index("nla.bake")
+
+
+def test_object_animation_menu_offers_the_bake_for_an_armature_only():
+    mesh = bpy.data.objects.new("M", bpy.data.meshes.new("M"))
+    bpy.context.scene.collection.objects.link(mesh)
+    R.activate(mesh)
+    assert sinew_entries(menu_tree("VIEW3D_MT_object", bpy.context)) == []
+    ob = R.make_chain(3)
+    R.activate(ob)
+    assert sinew_entries(menu_tree("VIEW3D_MT_object", bpy.context)) == [("VIEW3D_MT_object_animation", "sinew.bake")]
+
+
+def test_operators_are_found_by_search():
+    for op in OPERATORS:
+        assert 'INTERNAL' not in getattr(bpy.types, f"SINEW_OT_{op}").bl_options, op
+
+
+# -- Tooltips -------------------------------------------------------------------------------
+
+
+def _check_text(what, description, name):
+    assert description.strip(), f"{what}: no description"
+    assert "\n" not in description and "  " not in description, f"{what}: {description!r}"
+    assert len(name) <= 40, f"{what}: label {name!r} is {len(name)} characters"
+
+
+def _check_properties(owner, props):
+    for p in props:
+        if p.identifier == "rna_type":
+            continue
+        _check_text(f"{owner}.{p.identifier}", p.description, p.name)
+        if p.type == 'ENUM':
+            for item in p.enum_items:
+                _check_text(f"{owner}.{p.identifier}[{item.identifier}]", item.description, item.name)
+
+
+def test_every_operator_and_property_has_a_one_line_description_and_a_short_label(addon):
+    for op in OPERATORS:
+        r = rna(op)
+        _check_text(f"sinew.{op}", r.description, r.name)
+        _check_properties(f"sinew.{op}", r.properties)
+    _check_properties("SinewBoneSettings", bpy.types.PoseBone.bl_rna.properties["sinew"].fixed_type.properties)
+    for struct, names in ((bpy.types.PoseBone, ["sinew"]), (bpy.types.Object, ["sinew_muted", "sinew_last_bake"]),
+                          (bpy.types.Action, ["sinew_baked", "sinew_original"]),
+                          (bpy.types.Scene, ["sinew_show_limits"])):
+        _check_properties(struct.__name__, [struct.bl_rna.properties[n] for n in names])
+    for cls in addon.ui.classes:
+        assert len(cls.bl_label) <= 40, cls
+
+
+def test_bone_panel_says_little(addon):
+    ob = R.make_chain(2)
+    R.activate(ob)
+    ob.data.bones.active = ob.data.bones["b01"]
+    log = draw_into(addon.ui.BONE_PT_sinew.draw, bpy.context)
+    labels = [text for kind, text, _ in log if kind == "label"]
+    assert labels and all(len(t) <= 40 for t in labels), labels
+    assert addon.ui.BONE_PT_sinew.bl_description  # the rest is the header's tooltip
+
+
+def test_export_file_browser_shows_only_options_that_change_the_file(tmp_path):
+    ob = R.make_ybranch()
+    R.set_goal(ob, "L2", R.add_empty("TL", (0.9, 0.3, 2.2)))
+    R.set_goal(ob, "R2", R.add_empty("TR", (-1.0, -0.2, 2.0)))
+    R.activate(ob)
+    for pb in ob.pose.bones:
+        select(pb, pb.name == "L2")
+
+    def export(**kw):
+        path = tmp_path / f"p{len(list(tmp_path.iterdir()))}.json"
+        assert bpy.ops.sinew.export_problem(filepath=str(path), **kw) == {'FINISHED'}
+        return json.loads(path.read_text())
+
+    base = export()
+    shown = [p for p in rna("export_problem").properties
+             if p.identifier not in ("rna_type", "filepath") and not p.is_hidden]
+    assert {p.identifier for p in shown} >= {"only_selected", "method", "max_iterations", "tolerance", "root_mode"}
+    for p in shown:
+        if p.type == 'BOOLEAN':
+            value = not p.default
+        elif p.type == 'ENUM':
+            value = next(i.identifier for i in p.enum_items if i.identifier != p.default)
+        elif p.type == 'INT':
+            value = p.default + 7
+        else:
+            value = p.default * 3
+        assert export(**{p.identifier: value}) != base, f"{p.identifier} changes nothing in the file"
+
+
+# -- The bake asks first ------------------------------------------------------------------------
+
+
+def test_bake_has_no_redo_panel_and_its_dialog_has_every_setting(addon):
+    # Bake Action's settings are made in its dialog; an Adjust Last Operation panel would bake the
+    # whole range again on every change, so the bake registers none (UNDO only), while Solve IK,
+    # which solves one frame, keeps its redo panel.
+    assert bpy.types.SINEW_OT_bake.bl_options == {'UNDO'}
+    assert bpy.types.SINEW_OT_solve.bl_options == {'REGISTER', 'UNDO'}
+    op = bpy.types.SINEW_OT_bake
+    log = draw_into(op.draw, bpy.context, use_key_reduction=False)
+    shown = {name for kind, name, _ in log if kind == "prop"}
+    assert shown >= {"frame_start", "frame_end", "method", "new_action", "only_selected", "use_key_reduction",
+                     "reduction_angle", "reduction_distance"}
+    assert shown == {p.identifier for p in rna("bake").properties if p.identifier != "rna_type" and not p.is_hidden}
+
+
+def test_bake_methods_come_from_the_engine():
+    import sinew
+
+    items = rna("bake").properties["method"]
+    assert [i.identifier for i in items.enum_items] == [m.upper() for m in sinew.methods()]
+    assert items.default == "FABRIK"
+    assert [i.identifier for i in rna("solve").properties["method"].enum_items] == [m.upper() for m in sinew.methods()]
+
+
+def test_the_bake_uses_the_method_chosen(addon):
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 6
+    ob = R.make_chain(4)
+    t = R.add_empty("T")
+    R.key_locations(t, {1: (0.5, 0.0, 1.5), 6: (0.3, 0.4, 1.4)})
+    R.set_goal(ob, "b03", t)
+    R.activate(ob)
+    assert bpy.ops.sinew.bake(method='DLS') == {'FINISHED'}
+    assert addon.pipeline.last_bake_results(ob)["method"] == "dls"
+    job = addon.pipeline.BakeJob(bpy.context, ob, 1, 6, addon.pipeline.Settings(method="dls"))
+    assert job.solver.method == "dls"
+    with pytest.raises(addon.rig_reader.ReadError, match="fabrik"):
+        addon.pipeline.Settings(method="nope").solver()
+
+
+def test_bake_defaults_to_the_preview_range_as_bake_action():
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 40
+    scene.use_preview_range = True
+    scene.frame_preview_start, scene.frame_preview_end = 5, 12
+    ob = R.make_chain(4)
+    t = R.add_empty("T")
+    R.key_locations(t, {1: (0.5, 0.0, 1.5), 40: (0.3, 0.4, 1.4)})
+    R.set_goal(ob, "b03", t)
+    R.activate(ob)
+    assert bpy.ops.sinew.bake() == {'FINISHED'}
+    frames, _ = R.key_frames(R.fcurve(ob, 'pose.bones["b03"].rotation_quaternion', 0))
+    assert list(frames) == [float(f) for f in range(5, 13)]
+
+
+def test_key_reduction_settings_reach_the_bake(addon, capfd):
+    props = rna("bake").properties
+    assert props["use_key_reduction"].default is False
+    assert props["reduction_angle"].default == pytest.approx(math.radians(0.1))
+    assert props["reduction_distance"].default == pytest.approx(1e-4)
+    ob = R.make_chain(4)
+    t = R.add_empty("T")
+    R.key_locations(t, {1: (0.5, 0.0, 1.5), 10: (0.3, 0.4, 1.4)})
+    R.set_goal(ob, "b03", t)
+    R.activate(ob)
+    s = addon.pipeline.Settings(key_reduction=True, reduction_angle=0.01, reduction_distance=0.002)
+    job = addon.pipeline.BakeJob(bpy.context, ob, 1, 10, s)
+    assert (job.settings.key_reduction, job.settings.reduction_angle, job.settings.reduction_distance) == \
+        (True, 0.01, 0.002)
+    assert job.reduction == (0.01, 0.002)
+    assert addon.pipeline.BakeJob(bpy.context, ob, 1, 10, addon.pipeline.Settings()).reduction is None
+    # The angle is shown in degrees and kept in radians, as Blender's angles are.
+    assert props["reduction_angle"].subtype == 'ANGLE'
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=10, use_key_reduction=True) == {'FINISHED'}
+    out = capfd.readouterr().out
+    assert "Key reduction kept" in out and "within 0.1°" in out, out
+
+
+# -- Every armature in Pose Mode, and Only Selected Bones -----------------------------------------
+
+
+def _two_armatures(goal_b=True):
+    a = R.make_chain(4, name="A")
+    b = R.make_chain(4, name="B")
+    b.location = (3.0, 0.0, 0.0)
+    ta = R.add_empty("TA", (0.6, 0.2, 1.4))
+    tb = R.add_empty("TB", (3.5, -0.3, 1.3))
+    R.set_goal(a, "b03", ta)
+    if goal_b:
+        R.set_goal(b, "b03", tb)
+    R.activate(b)
+    a.select_set(True)
+    bpy.context.view_layer.objects.active = a
+    bpy.ops.object.mode_set(mode='POSE')
+    assert {o.name for o in bpy.context.objects_in_mode} == {"A", "B"}
+    return a, b, ta, tb
+
+
+def test_solve_acts_on_every_armature_in_pose_mode(capfd):
+    a, b, ta, tb = _two_armatures()
+    assert bpy.ops.sinew.solve(use_keyframes=True) == {'FINISHED'}
+    assert (R.world_tail(a, "b03") - ta.location).length < TOL
+    assert (R.world_tail(b, "b03") - tb.location).length < TOL
+    assert R.fcurve(a, 'pose.bones["b00"].rotation_quaternion', 0) is not None
+    assert R.fcurve(b, 'pose.bones["b00"].rotation_quaternion', 0) is not None
+    out = capfd.readouterr().out
+    assert 'Sinew solved 2 armatures: "A": 1 goal reached' in out and '"B": 1 goal reached' in out
+
+
+def test_object_mode_solves_the_active_armature_only():
+    a, b, ta, tb = _two_armatures()
+    bpy.ops.object.mode_set(mode='OBJECT')
+    bpy.context.view_layer.objects.active = b
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    assert (R.world_tail(b, "b03") - tb.location).length < TOL
+    assert all(pb.rotation_quaternion.angle < 1e-9 for pb in a.pose.bones)
+
+
+def test_an_armature_without_goals_is_skipped_and_said(capfd):
+    a, b, ta, tb = _two_armatures(goal_b=False)
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    assert (R.world_tail(a, "b03") - ta.location).length < TOL
+    out = capfd.readouterr().out
+    assert 'skipped: Armature "B" has no IK goals' in out
+
+
+def test_an_error_on_one_armature_changes_no_armature():
+    a, b, ta, tb = _two_armatures()
+    b.pose.bones["b03"].sinew.target = None
+    snap_a, snap_b = R.pose_snapshot(a), R.pose_snapshot(b)
+    with pytest.raises(RuntimeError, match='Armature "B": Bone "b03": Sinew goal target is missing'):
+        bpy.ops.sinew.solve(use_keyframes=True)
+    with pytest.raises(RuntimeError, match='Armature "B": Bone "b03": Sinew goal target is missing'):
+        bpy.ops.sinew.bake(frame_start=1, frame_end=5)
+    assert R.pose_snapshot(a) == snap_a and R.pose_snapshot(b) == snap_b
+    assert a.animation_data is None and b.animation_data is None and len(bpy.data.actions) == 0
+
+
+def test_bake_acts_on_every_armature_in_pose_mode(addon, capfd):
+    a, b, ta, tb = _two_armatures()
+    R.key_locations(ta, {1: (0.6, 0.2, 1.4), 8: (0.4, -0.2, 1.5)})
+    R.key_locations(tb, {1: (3.5, -0.3, 1.3), 8: (3.3, 0.3, 1.5)})
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=8) == {'FINISHED'}
+    assert a.animation_data.action.name == "A_Sinew" and b.animation_data.action.name == "B_Sinew"
+    for f in (1, 4, 8):
+        bpy.context.scene.frame_set(f)
+        assert (R.world_tail(a, "b03") - R.world_location(ta)).length < TOL, f
+        assert (R.world_tail(b, "b03") - R.world_location(tb)).length < TOL, f
+    out = capfd.readouterr().out
+    assert 'Sinew: "A" baked 8 frames' in out and 'Sinew: "B" baked 8 frames' in out
+    assert 'Sinew baked 2 armatures ("A", "B") over frames 1 to 8' in out and "every goal reached" in out
+    assert addon.pipeline.last_bake_results(a) and addon.pipeline.last_bake_results(b)
+
+
+def test_a_bake_that_fails_writing_the_second_armature_puts_the_first_back(addon, monkeypatch):
+    a, b, ta, tb = _two_armatures()
+    real = addon.keys.write_bake
+
+    def write_bake(ob, *args, **kw):
+        if ob.name == "B":
+            raise ValueError("simulated failure while writing")
+        return real(ob, *args, **kw)
+
+    monkeypatch.setattr(addon.keys, "write_bake", write_bake)
+    with pytest.raises(RuntimeError, match="simulated failure while writing"):
+        bpy.ops.sinew.bake(frame_start=1, frame_end=5)
+    assert len(bpy.data.actions) == 0 and a.animation_data is None and b.animation_data is None
+    assert a.sinew_last_bake == "" and b.sinew_last_bake == ""
+
+
+def _branch_with_two_goals():
+    ob = R.make_ybranch()
+    tl, tr = R.add_empty("TL", (0.9, 0.3, 2.2)), R.add_empty("TR", (-1.0, -0.2, 2.0))
+    R.set_goal(ob, "L2", tl, chain_length=3)  # each goal moves its own branch only
+    R.set_goal(ob, "R2", tr, chain_length=3)
+    R.activate(ob)
+    bpy.ops.object.mode_set(mode='POSE')
+    for pb in ob.pose.bones:
+        select(pb, False)
+    return ob, tl, tr
+
+
+def test_only_selected_bones_solves_the_selected_goals_only():
+    ob, tl, tr = _branch_with_two_goals()
+    select(ob.pose.bones["L2"], True)
+    assert bpy.ops.sinew.solve(only_selected=True, use_keyframes=True) == {'FINISHED'}
+    assert (R.world_tail(ob, "L2") - tl.location).length < TOL
+    for name in ("R0", "R1", "R2"):  # the other goal's own bones did not move
+        assert ob.pose.bones[name].rotation_quaternion.angle < 1e-9, name
+        assert R.fcurve(ob, f'pose.bones["{name}"].rotation_quaternion', 0) is None
+
+
+@pytest.mark.parametrize("selected", ["b03", "b02"])
+def test_only_selected_bones_counts_the_bone_with_the_ik_constraint_and_its_effector(selected, capfd):
+    ob = R.make_chain(4)
+    t = R.add_empty("T", (0.5, 0.2, 1.2))
+    con = ob.pose.bones["b03"].constraints.new('IK')
+    con.target, con.use_tail = t, False  # the effector is b02, the constraint is on b03
+    R.activate(ob)
+    bpy.ops.object.mode_set(mode='POSE')
+    for pb in ob.pose.bones:
+        select(pb, pb.name == selected)
+    assert bpy.ops.sinew.solve(only_selected=True) == {'FINISHED'}
+    assert "Sinew: 1 goal reached" in capfd.readouterr().out  # the goal was solved
+    assert ob.pose.bones["b01"].rotation_quaternion.angle > 1e-3
+
+
+def test_only_selected_bones_without_a_selected_goal_says_so():
+    ob, tl, tr = _branch_with_two_goals()
+    select(ob.pose.bones["trunk0"], True)
+    with pytest.raises(RuntimeError, match="no selected bone has an IK goal"):
+        bpy.ops.sinew.solve(only_selected=True)
+    with pytest.raises(RuntimeError, match="no selected bone has an IK goal"):
+        bpy.ops.sinew.bake(only_selected=True, frame_start=1, frame_end=3)
+    assert ob.animation_data is None
+
+
+def test_bake_only_selected_bones_keys_the_selected_goals_chains_and_mutes_their_constraints_only():
+    ob = R.make_ybranch()
+    tl, tr = R.add_empty("TL", (0.9, 0.3, 2.2)), R.add_empty("TR", (-1.0, -0.2, 2.0))
+    cl = ob.pose.bones["L2"].constraints.new('IK')
+    cl.target, cl.chain_count = tl, 3
+    cr = ob.pose.bones["R2"].constraints.new('IK')
+    cr.target, cr.chain_count = tr, 3
+    R.activate(ob)
+    bpy.ops.object.mode_set(mode='POSE')
+    for pb in ob.pose.bones:
+        select(pb, pb.name == "R2")
+    assert bpy.ops.sinew.bake(only_selected=True, frame_start=1, frame_end=4) == {'FINISHED'}
+    assert R.fcurve(ob, 'pose.bones["R0"].rotation_quaternion', 0) is not None
+    assert R.fcurve(ob, 'pose.bones["L0"].rotation_quaternion', 0) is None
+    assert cr.mute and not cl.mute
+
+
+# -- Auto-keying and keying sets ------------------------------------------------------------------
+
+
+def _chain_and_target():
+    ob = R.make_chain(6)
+    t = R.add_empty("T", (0.8, 0.3, 2.0))
+    R.set_goal(ob, "b05", t)
+    R.activate(ob)
+    bpy.ops.object.mode_set(mode='POSE')
+    return ob, t
+
+
+def test_solve_without_auto_keying_sets_the_pose_and_keys_nothing(capfd):
+    ob, t = _chain_and_target()
+    bpy.context.scene.tool_settings.use_keyframe_insert_auto = False
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    assert (R.world_tail(ob, "b05") - t.location).length < TOL
+    assert ob.animation_data is None
+    assert "the pose is set, not keyed (Auto Keying is off" in capfd.readouterr().out
+
+
+def test_solve_with_auto_keying_keys():
+    ob, t = _chain_and_target()
+    bpy.context.scene.tool_settings.use_keyframe_insert_auto = True
+    bpy.context.scene.frame_set(3)
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    frames, _ = R.key_frames(R.fcurve(ob, 'pose.bones["b02"].rotation_quaternion', 0))
+    assert list(frames) == [3.0]
+
+
+def test_insert_keyframes_set_explicitly_overrides_auto_keying():
+    ob, t = _chain_and_target()
+    bpy.context.scene.tool_settings.use_keyframe_insert_auto = True
+    assert bpy.ops.sinew.solve(use_keyframes=False) == {'FINISHED'}
+    assert ob.animation_data is None
+    bpy.context.scene.tool_settings.use_keyframe_insert_auto = False
+    t.location = (0.5, -0.3, 2.1)
+    assert bpy.ops.sinew.solve(use_keyframes=True) == {'FINISHED'}
+    assert R.fcurve(ob, 'pose.bones["b02"].rotation_quaternion', 0) is not None
+
+
+def test_solve_keys_through_the_scenes_own_keying_set(capfd):
+    ob, t = _chain_and_target()
+    scene = bpy.context.scene
+    ks = scene.keying_sets.new(idname="SinewTest", name="Arm Rotations")
+    ks.paths.add(ob, 'pose.bones["b04"].rotation_quaternion', index=-1)
+    ks.paths.add(t, "location", index=-1)  # not something the solve changed: not keyed
+    scene.keying_sets.active = ks
+    scene.tool_settings.use_keyframe_insert_auto = True
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    cb = R.channelbag(ob)
+    assert sorted({fc.data_path for fc in cb.fcurves}) == ['pose.bones["b04"].rotation_quaternion']
+    assert t.animation_data is None
+    assert (R.world_tail(ob, "b05") - t.location).length < TOL  # posed all the same
+    assert 'Keyed through keying set "Arm Rotations": 1 of the 6 bones' in capfd.readouterr().out
+
+
+def test_solve_keys_through_a_builtin_keying_set():
+    ob, t = _chain_and_target()
+    scene = bpy.context.scene
+    scene.keying_sets_all.active = next(k for k in scene.keying_sets_all if k.bl_idname == 'BUILTIN_KSI_LocRot')
+    assert bpy.ops.sinew.solve(use_keyframes=True) == {'FINISHED'}
+    paths = {fc.data_path for fc in R.channelbag(ob).fcurves}
+    for i in range(6):
+        assert f'pose.bones["b{i:02d}"].rotation_quaternion' in paths
+        assert f'pose.bones["b{i:02d}"].location' in paths
+
+
+# -- Reports and the sidebar ----------------------------------------------------------------------
+
+
+def test_solve_report_names_only_the_goal_that_misses(capfd):
+    ob, tl, tr = _branch_with_two_goals()
+    tr.location = (-6.0, 0.0, 3.0)  # out of reach
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    out = capfd.readouterr().out
+    line = next(ln for ln in out.splitlines() if ln.startswith("Info: Sinew: ") and "misses" in ln)
+    miss = (R.world_tail(ob, "R2") - tr.location).length
+    assert f'bone "R2" misses its target by {miss:.4g}' in line.replace(f"{miss:.6g}", f"{miss:.4g}")
+    assert '"L2"' not in line.split("(")[0] and "the other 1 goal reached" in line
+    assert "goal(s)" not in out
+
+
+def test_bake_report_and_sidebar_give_each_goal_its_worst_miss(addon, capfd):
+    scene = bpy.context.scene
+    ob, tl, tr = _branch_with_two_goals()
+    R.key_locations(tr, {1: (-1.0, -0.2, 2.0), 5: (-1.0, -0.2, 2.0), 10: (-6.0, 0.0, 3.0)})
+    scene.frame_set(1)
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=10) == {'FINISHED'}
+    out = capfd.readouterr().out
+    line = next(ln for ln in out.splitlines() if "Sinew baked 10 frames" in ln)
+    assert 'bone "R2" misses by up to' in line and "at frame 10" in line and '"L2"' not in line
+    assert "the other 1 goal reached" in line
+    doc = addon.pipeline.last_bake_results(ob)
+    goals = {g["bone"]: g for g in doc["goals"]}
+    assert goals["L2"]["missed"] == 0 and goals["R2"]["missed"] > 0 and goals["R2"]["frame"] == 10
+    assert goals["R2"]["worst"] > 1.0 and doc["frames"] == [1, 10] and doc["method"] == "fabrik"
+    # The sidebar shows them (drawn with a recording layout), and only after a bake.
+    assert addon.ui.VIEW3D_PT_sinew_last_bake.poll(bpy.context)
+    log = draw_into(addon.ui.VIEW3D_PT_sinew_last_bake.draw, bpy.context)
+    labels = [text for kind, text, _ in log if kind == "label"]
+    assert "R2" in labels and "L2" in labels
+    assert any(t.startswith("Misses by ") and t.endswith("at frame 10") for t in labels), labels
+    other = R.make_chain(2, name="Other")
+    R.activate(other)
+    assert not addon.ui.VIEW3D_PT_sinew_last_bake.poll(bpy.context)
+
+
+def test_the_bake_in_chunks_as_the_modal_operator_runs_it_and_its_cancel(addon):
+    """The dialog's bake runs a BakeBatch in chunks (the modal operator, which headless Blender
+    cannot run): progress rises to 1 and Esc (cancel) part-way leaves every armature as it was."""
+    scene = bpy.context.scene
+    a, b, ta, tb = _two_armatures()
+    R.key_locations(ta, {1: (0.6, 0.2, 1.4), 30: (0.4, -0.2, 1.5)})
+    R.key_locations(tb, {1: (3.5, -0.3, 1.3), 30: (3.3, 0.3, 1.5)})
+    scene.frame_set(7)
+    snaps = R.pose_snapshot(a), R.pose_snapshot(b)
+    s = addon.pipeline.Settings()
+    jobs, skipped = addon.pipeline.make_bake_jobs(bpy.context, [a, b], 1, 30, s, chunk=4, sampling="frames")
+    batch = addon.pipeline.BakeBatch(jobs)
+    gen = batch.steps()
+    for _ in range(10):  # part-way into the second armature
+        next(gen)
+    gen.close()
+    batch.cancel()
+    assert scene.frame_current == 7 and (R.pose_snapshot(a), R.pose_snapshot(b)) == snaps
+    assert len(bpy.data.actions) == 2  # the targets' own
+    jobs, _ = addon.pipeline.make_bake_jobs(bpy.context, [a, b], 1, 30, s, chunk=4, sampling="frames")
+    batch = addon.pipeline.BakeBatch(jobs)
+    progress = list(batch.steps())
+    assert progress == sorted(progress) and progress[-1] == 1.0 and len(progress) > 10
+    assert batch.done and all(r is not None for r in batch.results) and skipped == []
+    assert scene.frame_current == 7
