@@ -17,7 +17,8 @@ Per bone, its rotation channels keep keys at the same frames (a key per bone, as
 keys), and the error is the angle between the rotation the reduced channels evaluate to and the
 baked one, as Blender's pose evaluation builds it (a quaternion normalised, Euler angles in the
 bone's order, axis-angle). The root's location channels keep keys together too, measured by
-distance. Keys outside the range are untouched, and so is the animation outside it: the last key
+distance. A stretching bone's scale keys (a bake of a rig whose bones stretch) are not reduced:
+they stay one per frame, exactly as baked. Keys outside the range are untouched, and so is the animation outside it: the last key
 in the range keeps the bake's interpolation toward the next key, and where a key precedes the
 range, the first key's left handle stays where the bake left it.
 """
@@ -285,18 +286,22 @@ def reduce_bake(ob, frames, names, root_bone, angle_tolerance: float, distance_t
     return res
 
 
-def effector_slack(ob, effectors, keyed, root_bone, angle_tolerance: float, distance_tolerance: float) -> np.ndarray:
+def effector_slack(ob, effectors, keyed, root_bone, angle_tolerance: float, distance_tolerance: float,
+                   stretch=None) -> np.ndarray:
     """For each effector ``(bone, use_tail)``, a bound (armature space) on how far the reduction
     can move its point: each keyed bone above it (or itself, for the tail) off by at most
     ``angle_tolerance`` turns it by at most that angle times its distance from the bone's head
     (bounded by the rest offsets along the way, which rotations keep), plus the root location's
-    tolerance when the root is keyed. The bake's check of Blender's evaluated pose allows it."""
+    tolerance when the root is keyed. The bake's check of Blender's evaluated pose allows it.
+    ``stretch``: {bone name: its largest length scale over the range} for a rig that stretches
+    (a bone's length and its children's offsets grow with it, and so do the levers)."""
     bones = ob.data.bones
     keyed = set(keyed)
+    scale = (lambda n: max(1.0, stretch.get(n, 1.0))) if stretch else (lambda n: 1.0)
     out = np.zeros(len(effectors))
     for g, (name, use_tail) in enumerate(effectors):
         b = bones[name]
-        dist = b.length if use_tail else 0.0  # from the effector bone's head to the point
+        dist = b.length * scale(b.name) if use_tail else 0.0  # from the effector bone's head to the point
         total = 0.0
         while b is not None:
             if b.name in keyed and dist > 0.0:
@@ -304,7 +309,7 @@ def effector_slack(ob, effectors, keyed, root_bone, angle_tolerance: float, dist
             if b.name == root_bone:
                 total += distance_tolerance
             if b.parent is not None:
-                dist += (b.head_local - b.parent.head_local).length
+                dist += (b.head_local - b.parent.head_local).length * scale(b.parent.name)
             b = b.parent
         out[g] = total
     return out

@@ -52,22 +52,28 @@ def channel_values(pb, quats: np.ndarray, compat=None) -> np.ndarray:
     return out
 
 
-def set_pose(ob, names, rotations, root_bone=None, root_location=None) -> None:
+def set_pose(ob, names, rotations, root_bone=None, root_location=None, scales=None) -> None:
     """Sets the rotation of the pose bones ``names`` (rotations (K, 4) wxyz in the same order),
-    honouring each bone's rotation mode; optionally ``root_bone``'s location."""
-    for name, q in zip(names, rotations):
+    honouring each bone's rotation mode; optionally ``root_bone``'s location, and with ``scales``
+    (K,) each bone's scale (uniform: a stretch as Blender's IK shows it)."""
+    for k, (name, q) in enumerate(zip(names, rotations)):
         pb = ob.pose.bones[name]
         values = channel_values(pb, np.asarray([q]))[0]
         setattr(pb, rotation_property(pb), values)
+        if scales is not None:
+            pb.scale = (float(scales[k]),) * 3
     if root_bone is not None and root_location is not None:
         ob.pose.bones[root_bone].location = root_location
 
 
-def key_current(ob, names, frame, root_bone=None) -> None:
-    """Keys the rotation (and for ``root_bone`` the location) of ``names`` at ``frame``."""
+def key_current(ob, names, frame, root_bone=None, key_scale=False) -> None:
+    """Keys the rotation (with ``key_scale`` also the scale, and for ``root_bone`` the location)
+    of ``names`` at ``frame``."""
     for name in names:
         pb = ob.pose.bones[name]
         pb.keyframe_insert(rotation_property(pb), frame=frame, group=name)
+        if key_scale:
+            pb.keyframe_insert("scale", frame=frame, group=name)
     if root_bone is not None:
         ob.pose.bones[root_bone].keyframe_insert("location", frame=frame, group=root_bone)
 
@@ -88,7 +94,7 @@ def _any_area(context):
     return next((wa for wa in areas if wa[1].type == 'VIEW_3D'), areas[0] if areas else (None, None))
 
 
-def key_with_keying_set(context, ob, names, frame, ks, root_bone=None) -> tuple[list[str], str]:
+def key_with_keying_set(context, ob, names, frame, ks, root_bone=None, key_scale=False) -> tuple[list[str], str]:
     """Keys what a solve changed through keying set ``ks``, as Blender's Insert Keyframe does with
     an active keying set: returns (bones keyed, note for the report).
 
@@ -96,7 +102,8 @@ def key_with_keying_set(context, ob, names, frame, ks, root_bone=None) -> tuple[
     (and ``root_bone``) of ``ob`` are keyed, at ``frame``; its paths elsewhere are not (the solve
     did not change them). A built-in (relative) keying set is applied by Blender to those bones as
     if they were the selected bones, in Pose Mode; outside Pose Mode the bones' rotation channels
-    are keyed as without a keying set, and the note says so."""
+    (with ``key_scale``, a stretch's scale too) are keyed as without a keying set, and the note
+    says so. A keying set keys a stretched bone's scale only where it has the scale channel."""
     label = ks.bl_label
     wanted = list(names) + ([root_bone] if root_bone and root_bone not in names else [])
     if ks.is_path_absolute:
@@ -121,7 +128,7 @@ def key_with_keying_set(context, ob, names, frame, ks, root_bone=None) -> tuple[
         return keyed, note
     win, area = _any_area(context)
     if ob.mode != 'POSE' or area is None:
-        key_current(ob, names, frame, root_bone)
+        key_current(ob, names, frame, root_bone, key_scale=key_scale)
         return wanted, (f'The active keying set "{label}" applies to selected bones in Pose Mode; outside it Sinew '
                         "keyed the rotation of the bones the solve moved")
     pbs = [ob.pose.bones[n] for n in wanted]
@@ -275,10 +282,11 @@ def replace_range(fc, frames: np.ndarray, values: np.ndarray) -> None:
 
 
 def write_bake(ob, frames, names, rotations, root_bone=None, root_locations=None, *, new_action: bool = True,
-               compat=None):
+               compat=None, scales=None):
     """Keys every frame of ``frames`` (F,) for the bones ``names``: ``rotations`` (F, K, 4) wxyz in
     the order of ``names``; ``root_locations`` (F, 3) keys ``root_bone``'s location.
-    ``compat``: per bone name, the Euler value to stay continuous with.
+    ``compat``: per bone name, the Euler value to stay continuous with. ``scales``: None, or
+    {bone name: (F,) uniform scale} for the bones whose scale is keyed too (a stretch).
 
     Keys outside the range are never touched. Returns (action, previous action or None, note)."""
     frames = np.asarray(frames, dtype=np.float64)
@@ -291,6 +299,10 @@ def write_bake(ob, frames, names, rotations, root_bone=None, root_locations=None
         path = pb.path_from_id(prop)
         for c in range(vals.shape[1]):
             replace_range(fcurve(path, c, name), frames, vals[:, c])
+        if scales is not None and name in scales:
+            path = pb.path_from_id("scale")
+            for c in range(3):
+                replace_range(fcurve(path, c, name), frames, np.asarray(scales[name], dtype=np.float64))
     if root_bone is not None and root_locations is not None:
         pb = ob.pose.bones[root_bone]
         path = pb.path_from_id("location")

@@ -105,6 +105,7 @@ class SolveResult:
     misses: np.ndarray | None = None   # (G,) measured on Blender's evaluated pose after writing
     tolerance: float = 1e-4
     orientation_residuals: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (G,) radians
+    scales: np.ndarray | None = None   # (N,) pose scales keyed (each bone's length over its parent's), if it stretches
     key_note: str = ""             # how the keys were written, when a keying set was used
 
     @property
@@ -138,10 +139,13 @@ def check_editable(ob) -> None:
                         "(Object > Library Override > Make)")
 
 
-def evaluated_misses(problem: rig_reader.RigProblem, depsgraph) -> np.ndarray:
+def evaluated_misses(problem: rig_reader.RigProblem, depsgraph, targets=None) -> np.ndarray:
     """(G,) how far each goal's effector (its tail, or head) is from its target in Blender's
-    evaluated pose, in armature space (the units of the solver's tolerance)."""
-    targets, _orients, _poles = problem.sample_goals(depsgraph)
+    evaluated pose, in armature space (the units of the solver's tolerance). ``targets`` (G, 3):
+    the targets the engine solved for (a goal's moved by its influence, ``blend_goals``);
+    default, as sampled."""
+    if targets is None:
+        targets, _orients, _poles = problem.sample_goals(depsgraph)
     pbs = problem.ob.evaluated_get(depsgraph).pose.bones
     out = np.zeros(len(problem.goals))
     for i, spec in enumerate(problem.goals):
@@ -196,31 +200,37 @@ def _restore_pose(ob, snap):
 
 class PendingSolve:
     """One armature solved and not yet written (``prepare_solve``): ``write()`` sets (and keys)
-    the pose, ``finish()`` measures Blender's evaluated pose and gives the SolveResult."""
+    the pose, ``finish()`` measures Blender's evaluated pose and gives the SolveResult.
+    ``scales``: (N,) the pose scales to set and key (each bone's length over its parent's) when
+    the rig stretches, else None; ``targets``: (G, 3) the targets solved for (moved by influence)."""
 
-    def __init__(self, ob, problem, settings, sol, rotations, root_bone, key, frame, t0):
+    def __init__(self, ob, problem, settings, sol, rotations, root_bone, key, frame, t0, scales=None, targets=None):
         self.ob, self.problem, self.settings, self.sol = ob, problem, settings, sol
         self.rotations, self.root_bone, self.key, self.frame, self.t0 = rotations, root_bone, key, frame, t0
+        self.scales, self.targets = scales, targets
         self.keyed: list[str] = []
         self.key_note = ""
         self._saved_pose = _snapshot_pose(ob)
 
     def write(self, context, keying_set=None) -> None:
-        """Sets the moved bones' rotations (and the free root's location) and, when keying, keys
-        them at the frame: through ``keying_set`` if given (``keys.key_with_keying_set``), else
-        their rotation channels (and the free root's location)."""
+        """Sets the moved bones' rotations (their scales, where the rig stretches, and the free
+        root's location) and, when keying, keys them at the frame: through ``keying_set`` if given
+        (``keys.key_with_keying_set``: the keying set decides the channels), else their rotation
+        channels (the scales of a stretching rig's moved bones, the free root's location)."""
         ob, problem = self.ob, self.problem
         idx = problem.index
         moved = problem.moved_bones
-        keys.set_pose(ob, moved, self.rotations[[idx[n] for n in moved]], self.root_bone,
-                      np.asarray(self.sol.root_translation))
+        moved_idx = [idx[n] for n in moved]
+        keys.set_pose(ob, moved, self.rotations[moved_idx], self.root_bone, np.asarray(self.sol.root_translation),
+                      self.scales[moved_idx] if self.scales is not None else None)
         if not self.key:
             return
+        key_scale = self.scales is not None
         if keying_set is not None:
             self.keyed, self.key_note = keys.key_with_keying_set(context, ob, moved, self.frame, keying_set,
-                                                                 self.root_bone)
+                                                                 self.root_bone, key_scale=key_scale)
         else:
-            keys.key_current(ob, moved, self.frame, self.root_bone)
+            keys.key_current(ob, moved, self.frame, self.root_bone, key_scale=key_scale)
             self.keyed = list(moved)
 
     def restore(self) -> None:
@@ -229,11 +239,12 @@ class PendingSolve:
 
     def finish(self, depsgraph) -> SolveResult:
         sol = self.sol
-        misses = evaluated_misses(self.problem, depsgraph)
+        # (Against the targets solved for: a goal moved by its influence, blend_goals.)
+        misses = evaluated_misses(self.problem, depsgraph, self.targets)
         res = SolveResult(self.problem, self.rotations, np.asarray(sol.root_translation), np.asarray(sol.residuals),
                           int(sol.iterations), bool(sol.reached), str(sol.stop_reason), list(self.keyed),
                           time.perf_counter() - self.t0, misses, self.settings.tolerance,
-                          np.asarray(sol.orientation_residuals), key_note=self.key_note)
+                          np.asarray(sol.orientation_residuals), scales=self.scales, key_note=self.key_note)
         return res
 
 
@@ -273,10 +284,13 @@ def prepare_solve(context, ob, settings: Settings, *, key: bool = True) -> Pendi
     except sinew.SinewError as ex:
         raise ReadError(f"Sinew could not solve: {ex}") from ex
     rotations = np.array(sol.rotations, dtype=np.float64)
-    problem.blend_result(pose_f, rotations[None])
-    if not np.all(np.isfinite(rotations)):
+    # A stretch is keyed as a uniform pose scale, each bone's length over its parent's.
+    scales = problem.local_scales(np.array(sol.scales, dtype=np.float64))[None] if problem.stretches else None
+    problem.blend_result(pose_f, rotations[None], scales)
+    if not np.all(np.isfinite(rotations)) or (scales is not None and not np.all(np.isfinite(scales))):
         raise ReadError("Sinew returned a non-finite pose; nothing was changed")
-    return PendingSolve(ob, problem, settings, sol, rotations, root_bone, key, context.scene.frame_current, t0)
+    return PendingSolve(ob, problem, settings, sol, rotations, root_bone, key, context.scene.frame_current, t0,
+                        scales[0] if scales is not None else None, targets[0])
 
 
 def solve_pose(context, ob, settings: Settings, *, key: bool = True, keying_set=None) -> SolveResult:
@@ -657,6 +671,7 @@ class BakeResult:
     problem: object = None         # the rig_reader.RigProblem baked
     reduction: object = None       # key_reduction.ReductionResult when the keys were reduced
     miss_slack: np.ndarray | None = None  # (G,) how far the reduction may move each effector
+    scales: np.ndarray | None = None  # (F, N) pose scales keyed (each bone's length over its parent's), if it stretches
 
     def goal_report(self) -> str:
         """Per goal, its worst frame: distance and, for a goal with an orientation, the angle."""
@@ -881,7 +896,10 @@ class BakeJob:
         orientation_residuals = np.zeros((nf, ng))
         iterations = np.zeros(nf, dtype=np.int64)
         reached = np.zeros(nf, dtype=bool)
+        scales = np.ones((nf, nb))
         pose, root = np.array(start_pose), np.array(start_root)
+        # Each chunk and frame starts from the frame before, its stretch included.
+        start_scales = None
         rig = p.make_rig(rests[0])
         for c0 in range(0, nf, self.chunk):
             c1 = min(nf, c0 + self.chunk)
@@ -891,9 +909,10 @@ class BakeJob:
                     orientations=orients[c0:c1] if use_orient else None,
                     pole_targets=poles[c0:c1] if use_poles else None,
                     pose=pose, root_translation=root, root=self.settings.root,
-                    reference_root_translation=root_loc[0], references=references[c0:c1])
+                    reference_root_translation=root_loc[0], references=references[c0:c1], scales=start_scales)
                 rotations[c0:c1] = res.rotations
                 root_t[c0:c1] = res.root_translations
+                scales[c0:c1] = res.scales
                 residuals[c0:c1] = res.residuals
                 orientation_residuals[c0:c1] = res.orientation_residuals
                 iterations[c0:c1] = res.iterations
@@ -907,18 +926,24 @@ class BakeJob:
                     pose[conn] = conn_rot[k]
                     sol = self.solver.solve(rig, p.engine_goals(targets[k], orients[k], poles[k]), pose=pose,
                                             root_translation=root, root=self.settings.root,
-                                            reference=references[k], reference_root_translation=root_loc[k])
+                                            reference=references[k], reference_root_translation=root_loc[k],
+                                            scales=start_scales)
                     rotations[k] = sol.rotations
                     root_t[k] = sol.root_translation
+                    scales[k] = sol.scales
+                    start_scales = scales[k] if p.stretches else None
                     residuals[k] = sol.residuals
                     orientation_residuals[k] = sol.orientation_residuals
                     iterations[k] = sol.iterations
                     reached[k] = sol.reached
                     pose, root = np.array(rotations[k]), np.array(root_t[k])
             pose, root = np.array(rotations[c1 - 1]), np.array(root_t[c1 - 1])
+            start_scales = np.array(scales[c1 - 1]) if p.stretches else None
             yield 0.5 + 0.4 * c1 / nf
-        p.blend_result(references, rotations)
-        if not np.all(np.isfinite(rotations)):
+        # A stretch is keyed as a uniform pose scale, each bone's length over its parent's.
+        local_scales = p.local_scales(scales) if p.stretches else None
+        p.blend_result(references, rotations, local_scales)
+        if not np.all(np.isfinite(rotations)) or (local_scales is not None and not np.all(np.isfinite(local_scales))):
             raise ReadError("Sinew returned a non-finite pose; nothing was changed")
         solve_s = time.perf_counter() - t0
 
@@ -928,7 +953,9 @@ class BakeJob:
             sample_s=sample_s, solve_s=solve_s, sampling="fcurves" if fast is not None else "frames",
             keyed=moved + others, compat=compat,
             keyed_rot=np.concatenate([rotations[:, [idx[n] for n in moved], :], others_rot], axis=1),
-            root_bone=p.root_bone if not pinned else None)
+            root_bone=p.root_bone if not pinned else None, targets=targets, scales=scales if p.stretches else None,
+            local_scales=local_scales,
+            keyed_scales=None if local_scales is None else {n: local_scales[:, idx[n]] for n in moved})
 
     def write(self):
         """3. Writes the keys (nothing before this changed the scene, apart from the current
@@ -937,7 +964,7 @@ class BakeJob:
         t0 = time.perf_counter()
         _restore_pose(self.ob, self._saved_pose)
         c["action"], c["prev"], c["note"], c["muted"], c["reduction"] = self._write(
-            self.frames, c["keyed"], c["keyed_rot"], c["root_bone"], c["root_t"], c["compat"])
+            self.frames, c["keyed"], c["keyed_rot"], c["root_bone"], c["root_t"], c["compat"], c["keyed_scales"])
         c["write_s"] = time.perf_counter() - t0
 
     def measure(self):
@@ -952,7 +979,8 @@ class BakeJob:
             misses = np.zeros((len(checked), ng))
             for k, f in enumerate(checked):
                 scene.frame_set(int(f))
-                misses[k] = evaluated_misses(p, self.view_layer.depsgraph)
+                # (Against the targets solved for: a goal moved by its influence, blend_goals.)
+                misses[k] = evaluated_misses(p, self.view_layer.depsgraph, c["targets"][np.searchsorted(frames, f)])
         frame, sub = self._saved_frame
         scene.frame_set(frame, subframe=sub)
         self.done = True
@@ -961,19 +989,25 @@ class BakeJob:
                                  c["reached"], list(c["keyed"]), c["action"], c["prev"], c["muted"], c["per_frame"],
                                  c["sample_s"], c["solve_s"], c["write_s"], list(p.warnings), c["sampling"], c["note"],
                                  self.settings.tolerance, checked, misses, verify_s, c["orientation_residuals"],
-                                 c["references"], p, c["reduction"], self._miss_slack(c))
+                                 c["references"], p, c["reduction"], self._miss_slack(c), c["local_scales"])
 
     def _miss_slack(self, c):
         """(G,) how far the key reduction may move each effector (``key_reduction.effector_slack``),
-        which the check of Blender's evaluated pose allows; None without reduction."""
+        which the check of Blender's evaluated pose allows; None without reduction. (A stretch
+        lengthens the levers: the bones' largest length scales over the range are passed.)"""
         if c["reduction"] is None:
             return None
+        stretch = None
+        if c["scales"] is not None:
+            stretch = dict(zip(self.problem.names, np.max(c["scales"], axis=0).tolist()))
         return key_reduction.effector_slack(self.ob, [(g.bone, g.use_tail) for g in self.problem.goals], c["keyed"],
-                                            c["root_bone"], *self.reduction)
+                                            c["root_bone"], *self.reduction, stretch=stretch)
 
-    def _write(self, frames, keyed, keyed_rot, root_bone, root_t, compat):
+    def _write(self, frames, keyed, keyed_rot, root_bone, root_t, compat, scales=None):
         """Writes the keys (and reduces them, when asked) and mutes the replaced constraints; on
-        any failure puts back what ``undo_write`` puts back and re-raises."""
+        any failure puts back what ``undo_write`` puts back and re-raises. ``scales``: None, or
+        {bone name: (F,) uniform scale} for the bones whose stretch is keyed (``keys.write_bake``);
+        the key reduction leaves those scale keys as they are (one per frame)."""
         ob, p = self.ob, self.problem
         ad = ob.animation_data
         had_ad = ad is not None
@@ -987,7 +1021,7 @@ class BakeJob:
         try:
             action, prev, note = keys.write_bake(ob, frames, keyed, keyed_rot, root_bone,
                                                  root_t if root_bone else None, new_action=self.new_action,
-                                                 compat=compat)
+                                                 compat=compat, scales=scales)
             reduction = None
             if self.reduction is not None:  # key reduction (key_reduction.py), undone with the write on failure
                 reduction = key_reduction.reduce_bake(ob, frames, keyed, root_bone, *self.reduction)
@@ -1140,7 +1174,10 @@ def problem_document(problem: rig_reader.RigProblem, targets, orients, poles, po
         b = {"name": name, "parent": problem.names[problem.parents[i]] if problem.parents[i] >= 0 else None,
              "matrix": [[float(v) for v in row] for row in problem.rest[i]], "length": float(problem.lengths[i])}
         if name in problem.limits:
-            b["limit"] = _limit_json(problem.rig.limit(name))
+            lim = problem.rig.limit(name)
+            b["limit"] = _limit_json(lim)
+            if lim["stretch"] > 0.0:
+                b["stretch"] = float(lim["stretch"])
         bones.append(b)
     goals = []
     for i, g in enumerate(problem.goals):

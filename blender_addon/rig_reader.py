@@ -9,8 +9,9 @@ translation) and answers in the same terms.
 
 Where goals and limits come from, per pose bone:
 
-* a Sinew goal (``pose_bone.sinew.use_goal``), else each of its Blender IK constraints that is
-  not muted, has influence and a valid target;
+* a Sinew goal (``pose_bone.sinew.use_goal``), else its Blender IK constraints as Blender's IK
+  gathers them into IK trees (``ik_trees``: the first one with influence, and the muted ones
+  before it, which hold their tip where it is when they share a tree with one that acts);
 * Sinew limits (cone / twist / lock / stiffness) where enabled, else Blender's per-bone IK limits
   (``lock_ik_*``, ``use_ik_limit_*``, ``ik_min_*``/``ik_max_*``, ``ik_stiffness_*``).
 """
@@ -84,7 +85,11 @@ class GoalSpec:
     pole_angle: float
     source: str                  # for the UI: "Sinew" or 'IK "name"'
     constraint: str = ""         # the Blender IK constraint this goal comes from, if any
-    influence: float = 1.0       # the IK constraint's influence (see RigProblem.blend_goals)
+    influence: float = 1.0       # how far the goal moves toward its target from the effector before IK
+                                 # (RigProblem.blend_goals): the constraint's influence, 0 when muted
+    tree: int = -1               # the Blender IK tree of its constraint (ik_trees), -1 for a Sinew goal
+    tree_blend: float = 1.0      # how far the tree's bones turn from before IK (RigProblem.blend_result)
+    stretch: bool = False        # whether its tree stretches (Blender's tree->stretch)
     owner: str = ""              # the bone that carries the Sinew goal or the IK constraint
 
 
@@ -99,11 +104,13 @@ class LimitSpec:
     locked: bool = False
     stiffness: float = 0.0       # the largest of the three axes'
     stiffness_axes: tuple | None = None  # (x, y, z) per local axis where they differ
+    stretch: float = 0.0         # ik_stretch where the bone's IK tree stretches (Blender's rule), else 0
     source: str = ""
 
     @property
     def is_free(self) -> bool:
-        return self.swing == "free" and self.twist is None and not self.locked and self.stiffness == 0.0
+        return (self.swing == "free" and self.twist is None and not self.locked and self.stiffness == 0.0
+                and self.stretch == 0.0)
 
 
 def _deleted(ob) -> bool:
@@ -124,6 +131,137 @@ def _check_target(ob, bone_name, what, owner) -> TargetRef:
         if ob.pose is None or ob.pose.bones.get(bone_name) is None:
             raise ReadError(f'Bone "{owner}": {what} target armature "{ob.name}" has no bone "{bone_name}"')
     return TargetRef(ob, bone_name)
+
+
+@dataclass
+class IKTarget:
+    """One Blender IK constraint as Blender's IK places it in a tree (``PoseTarget``)."""
+
+    owner: str                   # the constraint's pose bone
+    constraint: object           # the bpy constraint
+    tip: str                     # the chain's tip: the owner, or its parent with Use Tail off
+    chain: list[str]             # tip first, up to the chain's root
+    active: bool                 # not muted and with influence
+    influence: float             # Blender's ``enforce``, 0 when muted (``CONSTRAINT_OFF``)
+
+
+@dataclass
+class IKTree:
+    """A Blender IK tree (``PoseTree``): constraints whose chains share a root bone, solved
+    together; what influence and stretch do is decided per tree."""
+
+    root: str
+    bones: list[str]
+    targets: list[IKTarget]
+    stretch: bool                # ``tree->stretch``
+
+
+def ik_trees(ob) -> list[IKTree]:
+    """The IK trees Blender's IK (iksolver_plugin.cc, ``initialize_posetree``) builds from the
+    IK constraints of armature ``ob``, bones with a Sinew goal left out (their constraints are
+    replaced). Per pose bone, in order, its IK constraints with a target (an armature target
+    needs a bone) that are valid: each, muted or not, joins the tree whose root is its chain's
+    root bone and one of whose tips is off its chain (else a new tree), and the bone's first
+    constraint with influence ends the list (Blender supports one per bone). A new tree stretches
+    when its first constraint has Use Stretch; a constraint joining it then sets
+    ``tree->stretch = tree->stretch && !use_stretch`` (so two stretching chains in one tree do not
+    stretch; measured in Blender 5.0)."""
+    trees: list[IKTree] = []
+    by_root: dict[str, list[IKTree]] = {}
+    for pb in ob.pose.bones:
+        if pb.sinew.use_goal:
+            continue
+        tip = pb
+        for c in pb.constraints:
+            if c.type != 'IK' or c.target is None or not c.is_valid:
+                continue
+            if c.target.type == 'ARMATURE' and not c.subtarget:
+                continue
+            if not c.use_tail and tip.parent is not None:
+                tip = tip.parent  # (Blender moves the tip for the constraints after this one too)
+            chain, b = [], tip
+            while b is not None and len(chain) < 255:
+                chain.append(b.name)
+                if len(chain) == c.chain_count:
+                    break
+                b = b.parent
+            active = not c.mute and c.influence > 0.0
+            target = IKTarget(pb.name, c, tip.name, chain, active, 0.0 if c.mute else float(min(1.0, c.influence)))
+            on_chain = set(chain)
+            tree = next((t for t in by_root.get(chain[-1], []) if any(x.tip not in on_chain for x in t.targets)), None)
+            if tree is None:
+                tree = IKTree(chain[-1], list(reversed(chain)), [], bool(c.use_stretch))
+                by_root.setdefault(chain[-1], []).append(tree)
+                trees.append(tree)
+            else:
+                tree.stretch = tree.stretch and not c.use_stretch
+                tree.bones += [n for n in reversed(chain) if n not in tree.bones]
+            tree.targets.append(target)
+            if active:
+                break
+    return trees
+
+
+def _tree_goal(ob, t: IKTarget, tree_index: int, tree: IKTree, itasc: bool, warnings: list[str]) -> GoalSpec | None:
+    """The goal IK tree target ``t`` makes, with Blender's influence (execute_posetree): going
+    through the tree's targets in order, once one has a pole the whole tree's result is blended
+    with the pose before IK by that one's influence (``resultblend``, ``blend_m3_m3m3``) and no
+    goal after it moves; before that, a target whose influence is below 1 (0 when muted) moves
+    toward the tip's place before IK. A muted target that moves all the way holds its tip where
+    it was. None (with a warning) for a constraint Sinew cannot import."""
+    c, owner = t.constraint, t.owner
+    resultblend, blend = False, 1.0
+    goal_blend = 1.0
+    for x in tree.targets:
+        if x.constraint.pole_target is not None:
+            resultblend, blend = True, x.influence
+        if x is t:
+            goal_blend = x.influence if not resultblend and x.influence != 1.0 else 1.0
+    holding = not t.active and goal_blend == 0.0
+    where = f'Bone "{owner}": IK constraint "{c.name}"'
+    if not holding:
+        if _deleted(c.target):
+            raise ReadError(f"{where} targets \"{c.target.name}\", which was deleted from the scene; pick another "
+                            "target or mute the constraint")
+        if itasc and c.ik_type == 'DISTANCE':
+            raise ReadError(f"{where} is an iTaSC Distance constraint, which Sinew cannot solve; set its Type to "
+                            "Copy Pose or mute it")
+        if itasc and not c.use_location:
+            raise ReadError(f"{where} has Position off (an iTaSC rotation-only goal), which Sinew cannot solve; turn "
+                            "Position on or mute the constraint")
+        if c.target.type == 'ARMATURE' and c.target.pose.bones.get(c.subtarget) is None:
+            warnings.append(f'{where} targets missing bone "{c.subtarget}"; skipped')
+            return None
+        if c.target == ob and c.subtarget == owner:
+            warnings.append(f"{where} targets its own bone; skipped")
+            return None
+    if not c.use_tail and ob.pose.bones[owner].parent is None:
+        warnings.append(f"{where} has no chain (Use Tail is off on a bone without parent); skipped")
+        return None
+    pole = None
+    if c.pole_target is not None:
+        if c.pole_target.type == 'ARMATURE' and c.pole_subtarget and c.pole_target.pose.bones.get(c.pole_subtarget) is None:
+            warnings.append(f'{where} pole bone "{c.pole_subtarget}" is missing; pole ignored')
+        else:
+            pole = TargetRef(c.pole_target, c.pole_subtarget if c.pole_target.type == 'ARMATURE' else "")
+    sub = c.subtarget if c.target.type == 'ARMATURE' else ""
+    # (A muted constraint that holds its tip needs no target: any reference will do, the goal
+    # is moved all the way to the tip's place before IK.)
+    target = TargetRef(ob, "") if holding else TargetRef(c.target, sub)
+    # Without use_tail Blender leaves the constrained bone out of the chain: its parent is the
+    # chain's tip, and the parent's tail (and, with use_rotation, its orientation) is what goes
+    # to the target; chain_count counts from the parent.
+    source = f'IK "{c.name}"' if c.use_tail else f'IK "{c.name}" on {owner} (Use Tail off)'
+    if holding:
+        source += " (muted: holds its tip, as in Blender's IK tree)"
+    return GoalSpec(
+        bone=t.tip, target=target, use_tail=True,
+        # Influence is applied as Blender's IK applies it (RigProblem.blend_goals and
+        # blend_result), not through the weight.
+        weight=c.weight, influence=goal_blend, use_orientation=c.use_rotation, chain_length=c.chain_count,
+        pole=pole if t.active else None, pole_angle=c.pole_angle, source=source, constraint=c.name,
+        tree=tree_index, tree_blend=blend if resultblend else 1.0, stretch=tree.stretch, owner=owner,
+    )
 
 
 def read_goals(ob) -> tuple[list[GoalSpec], list[tuple[str, str]], list[str]]:
@@ -153,53 +291,25 @@ def read_goals(ob) -> tuple[list[GoalSpec], list[tuple[str, str]], list[str]]:
             continue
         for c in ik_constraints:
             if c.mute or c.influence <= 0.0:
-                continue  # muted or without influence: Blender does not solve it either
+                continue
             if c.target is None:
                 warnings.append(f'Bone "{pb.name}": IK constraint "{c.name}" has no target (targetless IK is not imported)')
-                continue
-            if _deleted(c.target):
-                raise ReadError(f'Bone "{pb.name}": IK constraint "{c.name}" targets "{c.target.name}", which was '
-                                "deleted from the scene; pick another target or mute the constraint")
-            if itasc and c.ik_type == 'DISTANCE':
-                raise ReadError(f'Bone "{pb.name}": IK constraint "{c.name}" is an iTaSC Distance constraint, which '
-                                "Sinew cannot solve; set its Type to Copy Pose or mute it")
-            if itasc and not c.use_location:
-                raise ReadError(f'Bone "{pb.name}": IK constraint "{c.name}" has Position off (an iTaSC rotation-only '
-                                "goal), which Sinew cannot solve; turn Position on or mute the constraint")
-            if c.target.type == 'ARMATURE' and c.subtarget and c.target.pose.bones.get(c.subtarget) is None:
+            elif c.target.type == 'ARMATURE' and c.subtarget and c.target.pose.bones.get(c.subtarget) is None:
                 warnings.append(f'Bone "{pb.name}": IK constraint "{c.name}" targets missing bone "{c.subtarget}"; skipped')
-                continue
-            if c.target == ob and c.subtarget == pb.name:
+            elif c.target == ob and c.subtarget == pb.name:
                 warnings.append(f'Bone "{pb.name}": IK constraint "{c.name}" targets its own bone; skipped')
-                continue
-            pole = None
-            if c.pole_target is not None:
-                if c.pole_target.type == 'ARMATURE' and c.pole_subtarget and c.pole_target.pose.bones.get(c.pole_subtarget) is None:
-                    warnings.append(f'Bone "{pb.name}": IK constraint "{c.name}" pole bone "{c.pole_subtarget}" is missing; pole ignored')
-                else:
-                    sub = c.pole_subtarget if c.pole_target.type == 'ARMATURE' else ""
-                    pole = TargetRef(c.pole_target, sub)
-            sub = c.subtarget if c.target.type == 'ARMATURE' else ""
-            # Without use_tail Blender leaves the constrained bone out of the chain: its parent is
-            # the chain's tip, and the parent's tail (and, with use_rotation, its orientation) is
-            # what goes to the target; chain_count counts from the parent.
-            effector, source = pb.name, f'IK "{c.name}"'
-            if not c.use_tail:
-                if pb.parent is None:
-                    warnings.append(f'Bone "{pb.name}": IK constraint "{c.name}" has no chain '
-                                    "(Use Tail is off on a bone without parent); skipped")
-                    continue
-                effector, source = pb.parent.name, f'IK "{c.name}" on {pb.name} (Use Tail off)'
-            goals.append(GoalSpec(
-                bone=effector, target=TargetRef(c.target, sub), use_tail=True,
-                # Influence is applied as Blender's IK applies it (RigProblem.blend_goals and
-                # blend_result), not through the weight.
-                weight=c.weight, influence=float(min(1.0, c.influence)),
-                use_orientation=c.use_rotation,
-                chain_length=c.chain_count,
-                pole=pole, pole_angle=c.pole_angle, source=source, constraint=c.name, owner=pb.name,
-            ))
-            replaced.append((pb.name, c.name))
+            elif not c.is_valid:
+                warnings.append(f'Bone "{pb.name}": IK constraint "{c.name}" is not valid in Blender (red in the '
+                                "constraint stack), so Blender's IK ignores it; skipped")
+    for tree_index, tree in enumerate(ik_trees(ob)):
+        if not any(t.active for t in tree.targets):
+            continue  # Blender skips a tree none of whose constraints acts
+        for t in tree.targets:
+            spec = _tree_goal(ob, t, tree_index, tree, itasc, warnings)
+            if spec is not None:
+                goals.append(spec)
+                if t.active:
+                    replaced.append((t.owner, t.constraint.name))
     return goals, replaced, warnings
 
 
@@ -323,6 +433,8 @@ def apply_limit(rig, name: str, lim: LimitSpec) -> None:
             rig.set_stiffness(name, *lim.stiffness_axes)
         elif lim.stiffness > 0.0:
             rig.set_stiffness(name, lim.stiffness)
+        if lim.stretch > 0.0:
+            rig.set_stretch(name, lim.stretch)
     except sinew.SinewError as ex:
         src = f" ({lim.source})" if lim.source else ""
         raise ReadError(f'Bone "{name}": bad limit{src}: {ex}') from ex
@@ -367,6 +479,20 @@ class RigProblem:
     @property
     def index(self) -> dict[str, int]:
         return {n: i for i, n in enumerate(self.names)}
+
+    @property
+    def stretches(self) -> bool:
+        """Whether some moved bone may stretch (Blender's IK Stretch): solves then key scale."""
+        return any(lim.stretch > 0.0 for lim in self.limits.values())
+
+    def local_scales(self, scales) -> np.ndarray:
+        """The engine's length scales (..., N), each a bone's length over its rest length, as
+        Blender pose scales (uniform, as Blender's IK shows a stretched bone): each bone's over its
+        parent's (the parent's scale carries to the child with default inheritance)."""
+        scales = np.asarray(scales, dtype=np.float64)
+        parents = np.asarray(self.parents)
+        parent_scales = np.where(parents >= 0, scales[..., np.maximum(parents, 0)], 1.0)
+        return scales / parent_scales
 
     @property
     def moved_bones(self) -> list[str]:
@@ -461,19 +587,23 @@ class RigProblem:
     # -- IK constraint influence, as Blender's IK applies it ---------------------------------
     #
     # Blender's IK (iksolver_plugin execute_posetree) applies a constraint's influence (its
-    # "enforce") in one of two ways. Without a pole it moves the goal: the target becomes
-    # influence * target + (1 - influence) * the effector's tail in the pose before IK (and a
-    # rotation goal the slerp between the effector's rotation before IK and the target's), and
-    # that goal is solved fully. With a pole it blends the result: every bone of the chain turns
-    # from its rotation before IK by the slerp of that turn by the influence (blend_m3_m3m3 of
-    # the basis change with identity). Sinew's pose before IK is the reference pose (Solve IK's
-    # current pose, a bake's keyed pose per frame).
+    # "enforce") per IK tree (ik_trees), going through the tree's targets in order. Until one
+    # with a pole comes up, a target whose influence is below 1 moves its goal: the target
+    # becomes influence * target + (1 - influence) * the effector's tail in the pose before IK
+    # (and a rotation goal the slerp between the effector's rotation before IK and the
+    # target's), and that goal is solved fully; a muted one (influence 0) so holds its tip.
+    # Once one with a pole comes up, the tree's result is blended instead: every bone of the tree
+    # turns from its rotation before IK by the slerp of that turn by the last poled target's
+    # influence (blend_m3_m3m3 of the basis change with identity, which also blends a stretch's
+    # scale), and the goals after it are not moved. (_tree_goal decides both per goal.) Sinew's
+    # pose before IK is the reference pose (Solve IK's current pose, a bake's keyed pose per
+    # frame).
 
     def blend_goals(self, rig_for_frame, targets, orients, references, root_translations) -> None:
-        """Moves, in place, the targets (F, G, 3) and orientations (F, G, 4) of pole-less goals
-        with influence < 1 toward their effector in each frame's reference pose (F, N, 4) with
+        """Moves, in place, the targets (F, G, 3) and orientations (F, G, 4) of goals whose
+        influence is below 1 toward their effector in each frame's reference pose (F, N, 4) with
         root translation (F, 3); ``rig_for_frame(k)`` is the engine rig of frame k."""
-        blended = [i for i, g in enumerate(self.goals) if g.influence < 1.0 and g.pole is None]
+        blended = [i for i, g in enumerate(self.goals) if g.influence < 1.0]
         if not blended:
             return
         idx = self.index
@@ -487,19 +617,26 @@ class RigProblem:
                 if g.use_orientation:
                     orients[k, i] = slerp_wxyz(world[b][None], orients[k, i][None], g.influence)[0]
 
-    def blend_result(self, references, rotations) -> None:
-        """Blends, in place, the solved rotations (F, N, 4) of the bones that goals with a pole
-        and influence < 1 move with each frame's reference (F, N, 4): the slerp by the influence
-        (a bone that several such goals move takes the smallest influence)."""
-        inf: dict[str, float] = {}
+    def tree_blends(self) -> dict[str, float]:
+        """Per bone of an IK tree whose result Blender blends (a poled target with influence
+        below 1 in it): the blend factor."""
+        out: dict[str, float] = {}
         for g, chain in zip(self.goals, self.moved):
-            if g.influence < 1.0 and g.pole is not None:
+            if g.tree >= 0 and g.tree_blend < 1.0:
                 for name in chain:
-                    inf[name] = min(inf.get(name, 1.0), g.influence)
+                    out[name] = g.tree_blend
+        return out
+
+    def blend_result(self, references, rotations, scales=None) -> None:
+        """Blends, in place, the solved rotations (F, N, 4) of the bones of IK trees whose result
+        Blender blends (``tree_blends``) with each frame's reference (F, N, 4): the slerp by the
+        tree's factor; and their local (Blender pose) scales (F, N), when given, from 1 by it."""
         idx = self.index
-        for name, t in inf.items():
+        for name, t in self.tree_blends().items():
             b = idx[name]
             rotations[:, b] = slerp_wxyz(references[:, b], rotations[:, b], t)
+            if scales is not None:
+                scales[:, b] = 1.0 + t * (scales[:, b] - 1.0)
 
     def engine_goals(self, targets, orients, poles):
         sinew = engine()
@@ -707,8 +844,25 @@ def read(ob, *, need_goals: bool = True, depsgraph=None, only_selected: bool = F
     if not goals:
         return problem
     check_relations(ob, problem)
+    # IK Stretch as Blender's IK reads it: a bone of a tree that stretches, by its ik_stretch.
+    stretching = {b for g, chain in zip(goals, moved) if g.stretch for b in chain}
+    # A bone Sinew does not move between two it moves (a connector) inherits the scale of the
+    # moved bone above it in Blender, where the engine keeps it at its length: that bone keeps
+    # its length too.
+    for name in problem.connectors:
+        p = bones[name].parent
+        while p is not None and p.name not in moved_set:
+            p = p.parent
+        if p is not None and p.name in stretching and ob.pose.bones[p.name].ik_stretch > 0.0:
+            stretching.discard(p.name)
+            warnings.append(f'Bone "{p.name}": its IK Stretch is not used: bone "{name}" below it, between bones '
+                            "that Sinew moves, is in no IK chain and would be scaled with it")
     for name in problem.moved_bones:
-        lim = read_limit(ob.pose.bones[name])
+        pb = ob.pose.bones[name]
+        lim = read_limit(pb)
+        if name in stretching and pb.ik_stretch > 0.0:
+            lim.stretch = float(min(1.0, pb.ik_stretch))
+            lim.source = ", ".join(x for x in (lim.source, "IK Stretch") if x)
         if not lim.is_free:
             problem.limits[name] = lim
     depsgraph = depsgraph or bpy.context.evaluated_depsgraph_get()
@@ -720,7 +874,9 @@ def read(ob, *, need_goals: bool = True, depsgraph=None, only_selected: bool = F
         b, pb = bones[name], ob.pose.bones[name]
         if b.inherit_scale != 'FULL':
             warnings.append(f'Bone "{name}" does not inherit scale fully; Sinew assumes it does')
-        if any(abs(v - 1.0) > 1e-6 for v in pb.scale):
+        if problem.stretches and name in problem.moved_bones:
+            pass  # Sinew keys the scale of every moved bone of a rig that stretches
+        elif any(abs(v - 1.0) > 1e-6 for v in pb.scale):
             warnings.append(f'Bone "{name}" is scaled in the pose; Sinew ignores pose scale')
         if any(c.type != 'IK' and not c.mute and c.influence > 0.0 for c in pb.constraints):
             warnings.append(f'Bone "{name}" has constraints besides IK; they act on top of the Sinew pose')

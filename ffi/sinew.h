@@ -60,7 +60,9 @@
  * added per-axis stiffness (`sinew_rig_set_stiffness_axes`); 4 added the methods
  * `SINEW_METHOD_FABRIK_CLASSIC`, `SINEW_METHOD_CCD` and `SINEW_METHOD_TRIANGULATION` (2–4),
  * `SINEW_STATUS_UNSUPPORTED`, `SINEW_METHOD_JACOBIAN_TRANSPOSE` (5), `SINEW_METHOD_JACOBIAN_PINV`
- * (6), `SINEW_METHOD_SVD_DLS` (7) and `SINEW_METHOD_SDLS` (8).
+ * (6), `SINEW_METHOD_SVD_DLS` (7) and `SINEW_METHOD_SDLS` (8), and bones that stretch
+ * (`sinew_rig_set_stretch`, `sinew_solver_scales`, `sinew_solver_solve_scaled`,
+ * `sinew_solver_solve_sequence_scaled`).
  */
 #define SINEW_ABI_VERSION_MINOR 4
 
@@ -158,7 +160,8 @@ enum sinew_status
   SINEW_STATUS_PANIC = 17,
   /**
    * The solver's method cannot honour something the problem asks for (e.g. triangulation
-   * given several goals or an orientation goal); the message names it. Another method
+   * given several goals or an orientation goal, or `CCD` a bone that stretches); the message
+   * names it. Another method
    * (`SINEW_METHOD_FABRIK` takes every problem) solves it.
    */
   SINEW_STATUS_UNSUPPORTED = 18,
@@ -650,7 +653,23 @@ sinew_status sinew_rig_set_stiffness_axes(struct sinew_rig *rig,
                                           double z);
 
 /**
- * Removes every limit of bone `bone` (free swing and twist, unlocked, no stiffness).
+ * Sets how readily bone `bone` changes length, in [0, 1], as Blender's `ik_stretch`: 0 (the
+ * default) keeps it rigid; above 0 a solve may scale it along its own Y (its length, and its
+ * children's offsets with it), weighted as Blender's IK weights its stretch, and the solution
+ * then has a length scale per bone (`sinew_solver_scales`). `FABRIK`, `DLS` and the Jacobian
+ * methods (5–8) stretch; `FABRIK_CLASSIC`, `CCD` and `TRIANGULATION` keep every length and
+ * refuse a problem where a stretchy bone carries a goal (`SINEW_STATUS_UNSUPPORTED`). Since
+ * ABI 0.4.
+ *
+ * Errors: `NULL_ARGUMENT`, `UNKNOWN_BONE`, `LIMIT_OUT_OF_RANGE` (outside [0, 1], or NaN).
+ */
+sinew_status sinew_rig_set_stretch(struct sinew_rig *rig,
+                                   size_t bone,
+                                   double stretch);
+
+/**
+ * Removes every limit of bone `bone` (free swing and twist, unlocked, no stiffness) and its
+ * stretch.
  *
  * Errors: `NULL_ARGUMENT`, `UNKNOWN_BONE`.
  */
@@ -935,6 +954,26 @@ sinew_status sinew_solver_solve(struct sinew_solver *solver,
                                 struct sinew_solve_info *out_info);
 
 /**
+ * As `sinew_solver_solve`, with the start's length scales (ABI 0.4): `start_scales` is NULL
+ * (length 0) for the problem's start scales (every bone at 1 unless its file gave `"scales"`),
+ * or N doubles, bone i's length over its rest length (1 for a bone whose stretch is 0; within
+ * [1e-3, 1e3] for one that stretches). To track a moving target on a rig that stretches, pass
+ * the previous solution's rotations and scales (`sinew_solver_scales`).
+ *
+ * Errors: as `sinew_solver_solve`; `SHAPE_MISMATCH` for `start_scales_len` ≠ N, `NON_FINITE`
+ * for a NaN scale, `LIMIT_OUT_OF_RANGE` for a scale other than 1 on a rigid bone or outside the
+ * bounds (the message names the bone).
+ */
+sinew_status sinew_solver_solve_scaled(struct sinew_solver *solver,
+                                       const struct sinew_problem *problem,
+                                       const double *start_rotations,
+                                       size_t start_rotations_len,
+                                       const double *start_root_translation,
+                                       const double *start_scales,
+                                       size_t start_scales_len,
+                                       struct sinew_solve_info *out_info);
+
+/**
  * Copies the last solution's local rotations, N quaternions `[w, x, y, z]` (relative to each
  * bone's rest frame, as Blender's `pose_bone.rotation_quaternion`), into `out_rotations`
  * (`out_rotations_len` ≥ 4·N doubles).
@@ -944,6 +983,18 @@ sinew_status sinew_solver_solve(struct sinew_solver *solver,
 sinew_status sinew_solver_rotations(const struct sinew_solver *solver,
                                     double *out_rotations,
                                     size_t out_rotations_len);
+
+/**
+ * Copies the last solution's length scales, one per bone (its length over its rest length: 1
+ * for every bone that kept its length, every bone of a rig without stretch), into `out_scales`
+ * (`out_scales_len` ≥ N doubles). In Blender's terms bone i's uniform pose scale is
+ * `scales[i] / scales[parent]`, as Blender's IK shows a stretched bone. Since ABI 0.4.
+ *
+ * Errors: `NULL_ARGUMENT`, `MISALIGNED_POINTER`, `BUFFER_TOO_SMALL`, `NO_SOLUTION`.
+ */
+sinew_status sinew_solver_scales(const struct sinew_solver *solver,
+                                 double *out_scales,
+                                 size_t out_scales_len);
 
 /**
  * Copies the last solution's root translation (bone 0's translation in its rest frame, as
@@ -1080,6 +1131,45 @@ sinew_status sinew_solver_solve_sequence_with_references(struct sinew_solver *so
                                                          size_t out_orientation_residuals_len,
                                                          struct sinew_solve_info *out_infos,
                                                          size_t out_infos_len);
+
+/**
+ * As `sinew_solver_solve_sequence_with_references`, with the start's length scales and every
+ * frame's (ABI 0.4), for rigs whose bones stretch (`sinew_rig_set_stretch`):
+ *
+ * - `start_scales`: NULL (length 0) for the problem's start scales, or N doubles (as
+ *   `sinew_solver_solve_scaled`);
+ * - `out_scales`: NULL, or ≥ F·N doubles, `[f·N + i]`: frame f's length scale of bone i.
+ *
+ * Errors: as `sinew_solver_solve_sequence_with_references` and `sinew_solver_solve_scaled`.
+ */
+sinew_status sinew_solver_solve_sequence_scaled(struct sinew_solver *solver,
+                                                const struct sinew_problem *problem,
+                                                const double *start_rotations,
+                                                size_t start_rotations_len,
+                                                const double *start_root_translation,
+                                                const double *start_scales,
+                                                size_t start_scales_len,
+                                                size_t frames,
+                                                const double *targets,
+                                                size_t targets_len,
+                                                const double *orientations_wxyz,
+                                                size_t orientations_wxyz_len,
+                                                const double *pole_targets,
+                                                size_t pole_targets_len,
+                                                const double *references_wxyz,
+                                                size_t references_wxyz_len,
+                                                double *out_rotations,
+                                                size_t out_rotations_len,
+                                                double *out_root_translations,
+                                                size_t out_root_translations_len,
+                                                double *out_scales,
+                                                size_t out_scales_len,
+                                                double *out_residuals,
+                                                size_t out_residuals_len,
+                                                double *out_orientation_residuals,
+                                                size_t out_orientation_residuals_len,
+                                                struct sinew_solve_info *out_infos,
+                                                size_t out_infos_len);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -129,7 +129,7 @@ def test_limits_set_read_and_clear():
     assert rig.limit(1) == {
         "swing": "cone", "cone": (0.5, 0.4, 0.3, 0.2), "cone_shape": "rotation_vector", "twist": (-0.1, 0.2),
         "hinge": None,
-        "locked": False, "stiffness": 0.25, "stiffness_axes": (0.25, 0.25, 0.25),
+        "locked": False, "stiffness": 0.25, "stiffness_axes": (0.25, 0.25, 0.25), "stretch": 0.0,
     }
     rig.set_hinge_limit("b2", (2.0, 0, 0), -0.5, 2.0)
     lim = rig.limit(2)
@@ -141,7 +141,7 @@ def test_limits_set_read_and_clear():
     assert rig.limit(3)["locked"] is False
     rig.clear_limits(1)
     assert rig.limit(1) == {"swing": "free", "cone": None, "cone_shape": None, "twist": None, "hinge": None,
-                            "locked": False, "stiffness": 0.0, "stiffness_axes": (0.0, 0.0, 0.0)}
+                            "locked": False, "stiffness": 0.0, "stiffness_axes": (0.0, 0.0, 0.0), "stretch": 0.0}
     assert rig.limit(np.int64(0))["swing"] == "free"  # numpy integers name bones too
 
 

@@ -241,6 +241,7 @@ fn check(path: &str, json: bool) -> Result<(), Failure> {
             "method": lp.method.name(),
             "settings": lp.settings,
             "sub_bases": topo.sub_bases.iter().map(|&i| name(i)).collect::<Vec<_>>(),
+            "stretch": rig.bones().iter().filter(|b| b.limit.stretch > 0.0).map(|b| (b.name.clone(), serde_json::json!(b.limit.stretch))).collect::<serde_json::Map<_, _>>(),
             "goals": goals,
         });
         pretty(&v)
@@ -256,6 +257,10 @@ fn check(path: &str, json: bool) -> Result<(), Failure> {
         );
         let subs: Vec<&str> = topo.sub_bases.iter().map(|&i| name(i)).collect();
         s += &format!("  sub-bases: {}\n", if subs.is_empty() { "none".to_owned() } else { subs.join(", ") });
+        let stretchy: Vec<String> = rig.bones().iter().filter(|b| b.limit.stretch > 0.0).map(|b| format!("{} ({})", b.name, b.limit.stretch)).collect();
+        if !stretchy.is_empty() {
+            s += &format!("  stretch: {}\n", stretchy.join(", "));
+        }
         for (gi, (g, moved)) in p.goals().iter().zip(&topo.moved).enumerate() {
             let t = g.target;
             let bones: Vec<&str> = moved.iter().map(|&i| name(i)).collect();
@@ -268,9 +273,9 @@ fn check(path: &str, json: bool) -> Result<(), Failure> {
 
 /// The order keys are written in (serde_json's map is sorted; people read `format` first).
 /// Keys not listed follow in alphabetical order.
-const KEY_ORDER: [&str; 17] = [
-    "format", "file", "valid", "method", "bones", "root", "settings", "sub_bases", "goals", "bone", "target", "moves",
-    "rotations", "root_translation", "residuals", "iterations", "reached",
+const KEY_ORDER: [&str; 19] = [
+    "format", "file", "valid", "method", "bones", "root", "settings", "sub_bases", "stretch", "goals", "bone", "target", "moves",
+    "rotations", "root_translation", "scales", "residuals", "iterations", "reached",
 ];
 
 /// Pretty JSON that keeps arrays of plain values on one line, so a pose reads one quaternion per

@@ -333,7 +333,7 @@ fn solve_falls_back_to_the_reference_and_reports_orientation_residuals() {
     let lp = Problem::from_json(&chain_text()).unwrap();
     let n = lp.problem.rig().len();
     let bend: Vec<glam::DQuat> = (0..n).map(|i| glam::DQuat::from_rotation_x(0.12 + 0.01 * i as f64)).collect();
-    let reference = sinew::Pose { rotations: bend.clone(), root_translation: glam::DVec3::ZERO };
+    let reference = sinew::Pose::new(bend.clone(), glam::DVec3::ZERO);
     let tail = lp.problem.rig().forward(&reference).tails[n - 1].to_array();
     let rotations: Vec<[f64; 4]> = bend.iter().map(|q| [q.w, q.x, q.y, q.z]).collect();
     let ref_json = format!("{{\"rotations\": {rotations:?}}}");
@@ -378,6 +378,36 @@ fn bad_references_are_problem_errors() {
     assert_fails(&sinew(&["solve", zero.to_str().unwrap()]), 1, &["reference", "link0"]);
     let typo = scratch("typo_reference", &chain_with([0.45, 0.2, 0.6], None, Some("{\"rotation\": []}")));
     assert_fails(&sinew(&["solve", typo.to_str().unwrap()]), 1, &["rotation"]);
+}
+
+/// A problem whose bones stretch (`"stretch"` per bone): `solve` writes each bone's length scale
+/// (`"scales"`, the core's) and reaches beyond the rigid chain's length; `check` lists the
+/// stretchy bones; a rigid problem's solution has no `"scales"`.
+#[test]
+fn stretch_in_and_scales_out() {
+    let text = chain_text().replace("[0.45, 0.2, 0.6]", "[0.3, 0.2, 1.3]");
+    let rigid = scratch("stretch_rigid", &text);
+    let o = sinew(&["solve", rigid.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stdout(&o).contains("scales"), "{}", stdout(&o));
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut v = v;
+    for b in v["bones"].as_array_mut().unwrap().iter_mut().skip(5) {
+        b["stretch"] = serde_json::json!(0.1);
+    }
+    let p = scratch("stretch", &serde_json::to_string(&v).unwrap());
+    let o = sinew(&["solve", p.to_str().unwrap(), "--require-reached"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let sol: SolutionFile = serde_json::from_str(&stdout(&o)).unwrap();
+    let core = core_solution(&p, |_| {});
+    assert!(sol.reached && core.reached);
+    assert_eq!(sol.scales, core.pose.scales);
+    assert!(sol.scales[..5].iter().all(|&s| s == 1.0) && sol.scales[5..].iter().all(|&s| s > 1.0), "{:?}", sol.scales);
+    let o = sinew(&["check", p.to_str().unwrap()]);
+    assert!(stdout(&o).contains("  stretch: link5 (0.1), link6 (0.1)"), "{}", stdout(&o));
+    let o = sinew(&["check", p.to_str().unwrap(), "--json"]);
+    let c: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(c["stretch"]["link9"], serde_json::json!(0.1));
 }
 
 /// Every method is selectable by `--method` and by the problem file's `settings.method`, and the

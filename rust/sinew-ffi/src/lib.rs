@@ -44,7 +44,9 @@ pub const SINEW_ABI_VERSION_MAJOR: u32 = 0;
 /// added per-axis stiffness (`sinew_rig_set_stiffness_axes`); 4 added the methods
 /// `SINEW_METHOD_FABRIK_CLASSIC`, `SINEW_METHOD_CCD` and `SINEW_METHOD_TRIANGULATION` (2–4),
 /// `SINEW_STATUS_UNSUPPORTED`, `SINEW_METHOD_JACOBIAN_TRANSPOSE` (5), `SINEW_METHOD_JACOBIAN_PINV`
-/// (6), `SINEW_METHOD_SVD_DLS` (7) and `SINEW_METHOD_SDLS` (8).
+/// (6), `SINEW_METHOD_SVD_DLS` (7) and `SINEW_METHOD_SDLS` (8), and bones that stretch
+/// (`sinew_rig_set_stretch`, `sinew_solver_scales`, `sinew_solver_solve_scaled`,
+/// `sinew_solver_solve_sequence_scaled`).
 pub const SINEW_ABI_VERSION_MINOR: u32 = 4;
 
 /// The library's version, e.g. `"0.1.0"`: a static NUL-terminated string. Do not free.

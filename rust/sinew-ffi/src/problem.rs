@@ -541,7 +541,7 @@ pub unsafe extern "C" fn sinew_problem_set_reference(
         } else {
             args::vec3(unsafe { args::read_array::<3>(root_translation, "root_translation") }?)
         };
-        let pose = Pose { rotations: r.chunks_exact(4).map(args::quat_wxyz).collect(), root_translation: root };
+        let pose = Pose { rotations: r.chunks_exact(4).map(args::quat_wxyz).collect(), root_translation: root, scales: Vec::new() };
         p.problem.set_reference(Some(&pose))?;
         Ok(())
     })

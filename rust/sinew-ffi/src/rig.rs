@@ -361,7 +361,26 @@ pub unsafe extern "C" fn sinew_rig_set_stiffness_axes(rig: *mut sinew_rig, bone:
     })
 }
 
-/// Removes every limit of bone `bone` (free swing and twist, unlocked, no stiffness).
+/// Sets how readily bone `bone` changes length, in [0, 1], as Blender's `ik_stretch`: 0 (the
+/// default) keeps it rigid; above 0 a solve may scale it along its own Y (its length, and its
+/// children's offsets with it), weighted as Blender's IK weights its stretch, and the solution
+/// then has a length scale per bone (`sinew_solver_scales`). `FABRIK`, `DLS` and the Jacobian
+/// methods (5–8) stretch; `FABRIK_CLASSIC`, `CCD` and `TRIANGULATION` keep every length and
+/// refuse a problem where a stretchy bone carries a goal (`SINEW_STATUS_UNSUPPORTED`). Since
+/// ABI 0.4.
+///
+/// Errors: `NULL_ARGUMENT`, `UNKNOWN_BONE`, `LIMIT_OUT_OF_RANGE` (outside [0, 1], or NaN).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sinew_rig_set_stretch(rig: *mut sinew_rig, bone: usize, stretch: f64) -> sinew_status {
+    ffi_status!({
+        // SAFETY: a live rig, not used concurrently (contract).
+        let rig = unsafe { get_mut(rig, "rig") }?;
+        rig.set_limit(bone, |l| l.stretch = stretch)
+    })
+}
+
+/// Removes every limit of bone `bone` (free swing and twist, unlocked, no stiffness) and its
+/// stretch.
 ///
 /// Errors: `NULL_ARGUMENT`, `UNKNOWN_BONE`.
 #[unsafe(no_mangle)]

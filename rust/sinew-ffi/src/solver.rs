@@ -5,6 +5,8 @@ use std::ffi::c_char;
 use glam::{DQuat, DVec3};
 use sinew_core::{FrameTargets, Method, Pose, SolveSettings, Solution, Solver, StopReason, solve_sequence};
 
+use std::ptr::{null, null_mut};
+
 use crate::args::{self, OutBuf, check_out, copy_exact, get_mut, get_ref, read, write};
 use crate::problem::sinew_problem;
 use crate::rig::{clear_out, hand_out};
@@ -316,6 +318,30 @@ pub unsafe extern "C" fn sinew_solver_set_settings(
     })
 }
 
+/// The start pose with length scales: as [`start_pose`], and `scales` (N doubles) for the
+/// problem's start scales unless NULL.
+///
+/// # Safety
+/// As [`start_pose`]; NULL or `scales_len` doubles at `scales`.
+unsafe fn start_pose_scaled(
+    p: &sinew_problem,
+    rotations: *const f64,
+    rotations_len: usize,
+    root: *const f64,
+    scales: *const f64,
+    scales_len: usize,
+) -> FfiResult<Pose> {
+    // SAFETY: forwarded contract.
+    let mut pose = unsafe { start_pose(p, rotations, rotations_len, root) }?;
+    if !scales.is_null() {
+        // SAFETY: forwarded contract.
+        pose.scales = unsafe { copy_exact(scales, scales_len, p.problem.rig().len(), "start_scales") }?;
+    } else if scales_len != 0 {
+        return Err(FfiError::new(sinew_status::NullArgument, "start_scales is NULL but start_scales_len is not 0"));
+    }
+    Ok(pose)
+}
+
 /// The start pose: given arrays, or the problem's own start pose for NULL ones.
 ///
 /// # Safety
@@ -359,6 +385,33 @@ pub unsafe extern "C" fn sinew_solver_solve(
     start_root_translation: *const f64,
     out_info: *mut sinew_solve_info,
 ) -> sinew_status {
+    // SAFETY: forwarded contract, with the problem's start scales (the function called has the
+    // panic boundary).
+    unsafe {
+        sinew_solver_solve_scaled(solver, problem, start_rotations, start_rotations_len, start_root_translation, null(), 0, out_info)
+    }
+}
+
+/// As `sinew_solver_solve`, with the start's length scales (ABI 0.4): `start_scales` is NULL
+/// (length 0) for the problem's start scales (every bone at 1 unless its file gave `"scales"`),
+/// or N doubles, bone i's length over its rest length (1 for a bone whose stretch is 0; within
+/// [1e-3, 1e3] for one that stretches). To track a moving target on a rig that stretches, pass
+/// the previous solution's rotations and scales (`sinew_solver_scales`).
+///
+/// Errors: as `sinew_solver_solve`; `SHAPE_MISMATCH` for `start_scales_len` ≠ N, `NON_FINITE`
+/// for a NaN scale, `LIMIT_OUT_OF_RANGE` for a scale other than 1 on a rigid bone or outside the
+/// bounds (the message names the bone).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sinew_solver_solve_scaled(
+    solver: *mut sinew_solver,
+    problem: *const sinew_problem,
+    start_rotations: *const f64,
+    start_rotations_len: usize,
+    start_root_translation: *const f64,
+    start_scales: *const f64,
+    start_scales_len: usize,
+    out_info: *mut sinew_solve_info,
+) -> sinew_status {
     ffi_status!({
         // SAFETY: a live solver (exclusive), a live problem, and the start arrays as documented.
         let s = unsafe { get_mut(solver, "solver") }?;
@@ -366,7 +419,9 @@ pub unsafe extern "C" fn sinew_solver_solve(
         if !out_info.is_null() {
             check_out(out_info, "out_info")?;
         }
-        let start = unsafe { start_pose(p, start_rotations, start_rotations_len, start_root_translation) }?;
+        let start = unsafe {
+            start_pose_scaled(p, start_rotations, start_rotations_len, start_root_translation, start_scales, start_scales_len)
+        }?;
         let solution = s.solver.solve(&p.problem, &start)?;
         // Never a non-finite number with an OK status.
         sinew_core::format::check_solution_finite(&solution)?;
@@ -399,6 +454,24 @@ pub unsafe extern "C" fn sinew_solver_rotations(
         for (i, q) in sol.pose.rotations.iter().enumerate() {
             out.set_all(4 * i, args::wxyz(*q));
         }
+        Ok(())
+    })
+}
+
+/// Copies the last solution's length scales, one per bone (its length over its rest length: 1
+/// for every bone that kept its length, every bone of a rig without stretch), into `out_scales`
+/// (`out_scales_len` ≥ N doubles). In Blender's terms bone i's uniform pose scale is
+/// `scales[i] / scales[parent]`, as Blender's IK shows a stretched bone. Since ABI 0.4.
+///
+/// Errors: `NULL_ARGUMENT`, `MISALIGNED_POINTER`, `BUFFER_TOO_SMALL`, `NO_SOLUTION`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sinew_solver_scales(solver: *const sinew_solver, out_scales: *mut f64, out_scales_len: usize) -> sinew_status {
+    ffi_status!({
+        // SAFETY: a live solver and an output buffer of the stated length (contract).
+        let sol = unsafe { get_ref(solver, "solver") }?.last()?;
+        let n = sol.pose.rotations.len();
+        let out = unsafe { OutBuf::new(out_scales, out_scales_len, n, "out_scales") }?;
+        out.set_all(0, (0..n).map(|i| sol.pose.scale(i)));
         Ok(())
     })
 }
@@ -586,6 +659,58 @@ pub unsafe extern "C" fn sinew_solver_solve_sequence_with_references(
     out_infos: *mut sinew_solve_info,
     out_infos_len: usize,
 ) -> sinew_status {
+    // SAFETY: forwarded contract, with the problem's start scales and no scales written (the
+    // function called has the panic boundary).
+    unsafe {
+        sinew_solver_solve_sequence_scaled(
+            solver, problem, start_rotations, start_rotations_len, start_root_translation, null(), 0, frames,
+            targets, targets_len, orientations_wxyz, orientations_wxyz_len, pole_targets, pole_targets_len,
+            references_wxyz, references_wxyz_len,
+            out_rotations, out_rotations_len, out_root_translations, out_root_translations_len, null_mut(), 0,
+            out_residuals, out_residuals_len, out_orientation_residuals, out_orientation_residuals_len, out_infos, out_infos_len,
+        )
+    }
+}
+
+/// As `sinew_solver_solve_sequence_with_references`, with the start's length scales and every
+/// frame's (ABI 0.4), for rigs whose bones stretch (`sinew_rig_set_stretch`):
+///
+/// - `start_scales`: NULL (length 0) for the problem's start scales, or N doubles (as
+///   `sinew_solver_solve_scaled`);
+/// - `out_scales`: NULL, or ≥ F·N doubles, `[f·N + i]`: frame f's length scale of bone i.
+///
+/// Errors: as `sinew_solver_solve_sequence_with_references` and `sinew_solver_solve_scaled`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sinew_solver_solve_sequence_scaled(
+    solver: *mut sinew_solver,
+    problem: *const sinew_problem,
+    start_rotations: *const f64,
+    start_rotations_len: usize,
+    start_root_translation: *const f64,
+    start_scales: *const f64,
+    start_scales_len: usize,
+    frames: usize,
+    targets: *const f64,
+    targets_len: usize,
+    orientations_wxyz: *const f64,
+    orientations_wxyz_len: usize,
+    pole_targets: *const f64,
+    pole_targets_len: usize,
+    references_wxyz: *const f64,
+    references_wxyz_len: usize,
+    out_rotations: *mut f64,
+    out_rotations_len: usize,
+    out_root_translations: *mut f64,
+    out_root_translations_len: usize,
+    out_scales: *mut f64,
+    out_scales_len: usize,
+    out_residuals: *mut f64,
+    out_residuals_len: usize,
+    out_orientation_residuals: *mut f64,
+    out_orientation_residuals_len: usize,
+    out_infos: *mut sinew_solve_info,
+    out_infos_len: usize,
+) -> sinew_status {
     ffi_status!({
         // SAFETY (all blocks below): live handles (the solver exclusive) and arrays of the
         // stated lengths, by the header's contract. Inputs are copied before outputs are
@@ -606,7 +731,9 @@ pub unsafe extern "C" fn sinew_solver_solve_sequence_with_references(
         if !references_wxyz.is_null() {
             args::check_len_eq(references_wxyz_len, args::mul(args::mul(frames, n, "references")?, 4, "references")?, "references_wxyz")?;
         }
-        let start = unsafe { start_pose(p, start_rotations, start_rotations_len, start_root_translation) }?;
+        let start = unsafe {
+            start_pose_scaled(p, start_rotations, start_rotations_len, start_root_translation, start_scales, start_scales_len)
+        }?;
         let targets: Vec<DVec3> = unsafe { copy_exact(targets, targets_len, args::mul(fg, 3, "targets")?, "targets") }?
             .chunks_exact(3)
             .map(|t| DVec3::new(t[0], t[1], t[2]))
@@ -641,6 +768,11 @@ pub unsafe extern "C" fn sinew_solver_solve_sequence_with_references(
         let root = unsafe {
             OutBuf::new(out_root_translations, out_root_translations_len, args::mul(frames, 3, "root")?, "out_root_translations")
         }?;
+        let scl = if out_scales.is_null() {
+            None
+        } else {
+            Some(unsafe { OutBuf::new(out_scales, out_scales_len, args::mul(frames, n, "scales")?, "out_scales") }?)
+        };
         let res = unsafe { OutBuf::new(out_residuals, out_residuals_len, fg, "out_residuals") }?;
         let ores = if out_orientation_residuals.is_null() {
             None
@@ -678,6 +810,9 @@ pub unsafe extern "C" fn sinew_solver_solve_sequence_with_references(
                 rot.set_all((f * n + i) * 4, args::wxyz(*q));
             }
             root.set_all(f * 3, sol.pose.root_translation.to_array());
+            if let Some(scl) = &scl {
+                scl.set_all(f * n, (0..n).map(|i| sol.pose.scale(i)));
+            }
             res.set_all(f * g, sol.residuals.iter().copied());
             if let Some(ores) = &ores {
                 ores.set_all(f * g, sol.orientation_residuals.iter().copied());

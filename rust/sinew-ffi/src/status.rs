@@ -59,7 +59,8 @@ pub enum sinew_status {
     /// passed to the failing call are still safe to free.
     Panic = 17,
     /// The solver's method cannot honour something the problem asks for (e.g. triangulation
-    /// given several goals or an orientation goal); the message names it. Another method
+    /// given several goals or an orientation goal, or `CCD` a bone that stretches); the message
+    /// names it. Another method
     /// (`SINEW_METHOD_FABRIK` takes every problem) solves it.
     Unsupported = 18,
 }

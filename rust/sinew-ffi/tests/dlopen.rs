@@ -126,6 +126,19 @@ c_api! {
         out_rot: *mut f64, out_rot_len: usize, out_root: *mut f64, out_root_len: usize,
         out_res: *mut f64, out_res_len: usize, out_ores: *mut f64, out_ores_len: usize,
         out_infos: *mut sinew_solve_info, out_infos_len: usize) -> Status;
+    fn sinew_rig_set_stretch(rig: *mut sinew_rig, bone: usize, stretch: f64) -> Status;
+    fn sinew_solver_scales(solver: *const sinew_solver, out: *mut f64, len: usize) -> Status;
+    fn sinew_solver_solve_scaled(solver: *mut sinew_solver, problem: *const sinew_problem, start: *const f64,
+        start_len: usize, start_root: *const f64, scales: *const f64, scales_len: usize,
+        info: *mut sinew_solve_info) -> Status;
+    fn sinew_solver_solve_sequence_scaled(solver: *mut sinew_solver, problem: *const sinew_problem,
+        start: *const f64, start_len: usize, start_root: *const f64, scales: *const f64, scales_len: usize,
+        frames: usize, targets: *const f64, targets_len: usize, orientations: *const f64, orientations_len: usize,
+        poles: *const f64, poles_len: usize, references: *const f64, references_len: usize,
+        out_rot: *mut f64, out_rot_len: usize, out_root: *mut f64, out_root_len: usize,
+        out_scales: *mut f64, out_scales_len: usize,
+        out_res: *mut f64, out_res_len: usize, out_ores: *mut f64, out_ores_len: usize,
+        out_infos: *mut sinew_solve_info, out_infos_len: usize) -> Status;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -592,6 +605,99 @@ fn tracking_matches_the_core(api: &Api) {
     }
 }
 
+/// Bones that stretch through C: `sinew_rig_set_stretch` (and the problem format's `"stretch"`),
+/// a solve beyond reach from a warm start with scales, the scales read back, and a sequence
+/// writing every frame's scales, each equal to the core (bitwise); bad stretches and scales are
+/// typed errors that write nothing.
+fn stretch_matches_the_core(api: &Api) {
+    let text = r#"{"format": "sinew.problem/1",
+        "bones": [{"name": "a", "head": [0,0,0], "tail": [0,0.1,1]},
+                  {"name": "b", "parent": "a", "head": [0,0.1,1], "tail": [0,0,2], "stretch": 0.1},
+                  {"name": "c", "parent": "b", "head": [0,0,2], "tail": [0,-0.1,3]}],
+        "goals": [{"bone": "c", "target": [0.5, 0.2, 3.8]}],
+        "reference": {"rotations": [[1,0,0,0],[1,0,0,0],[1,0,0,0]]}}"#;
+    let mut lp = Problem::from_json(text).unwrap();
+    let problem = {
+        let t = cstring(text);
+        let mut p = null_mut();
+        api.ok(unsafe { api.sinew_problem_from_json(t.as_ptr(), &mut p) });
+        p
+    };
+    // The third bone stretches too, through C (and in the core's copy).
+    let mut rig = null_mut();
+    api.ok(unsafe { api.sinew_problem_rig(problem, &mut rig) });
+    api.ok(unsafe { api.sinew_rig_set_stretch(rig, 2, 0.5) });
+    api.ok(unsafe { api.sinew_problem_set_rig(problem, rig) });
+    lp.problem.set_limit(2, JointLimit { stretch: 0.5, ..lp.problem.rig().bone(2).limit }).unwrap();
+    let solver = api.solver_for(problem);
+    let mut core_solver = lp.method.solver(lp.settings).unwrap();
+    let core = core_solver.solve(&lp.problem, &lp.pose).unwrap();
+    assert!(core.reached && core.pose.scales[1] > 1.0 && core.pose.scales[2] > 1.0 && core.pose.scales[0] == 1.0);
+    let mut info = std::mem::MaybeUninit::<sinew_solve_info>::uninit();
+    api.ok(unsafe { api.sinew_solver_solve(solver, problem, null(), 0, null(), info.as_mut_ptr()) });
+    assert!(unsafe { info.assume_init() }.reached);
+    assert_same(&api.rotations(solver, 3), &core_rotations(&core), "stretch solve");
+    let mut scales = [f64::NAN; 3];
+    api.ok(unsafe { api.sinew_solver_scales(solver, scales.as_mut_ptr(), 3) });
+    assert_same(&scales, &core.pose.scales, "scales");
+    api.expect(unsafe { api.sinew_solver_scales(solver, scales.as_mut_ptr(), 2) }, sinew_status::BufferTooSmall);
+    // Warm-started from that solution, scales included.
+    let t = DVec3::new(0.6, 0.2, 3.9);
+    lp.problem.set_target(0, t).unwrap();
+    api.ok(unsafe { api.sinew_problem_set_target(problem, 0, t.to_array().as_ptr()) });
+    let core2 = core_solver.solve(&lp.problem, &core.pose).unwrap();
+    let start = core_rotations(&core);
+    api.ok(unsafe { api.sinew_solver_solve_scaled(solver, problem, start.as_ptr(), start.len(), null(), scales.as_ptr(), 3, null_mut()) });
+    assert_same(&api.rotations(solver, 3), &core_rotations(&core2), "warm-started stretch solve");
+    api.ok(unsafe { api.sinew_solver_scales(solver, scales.as_mut_ptr(), 3) });
+    assert_same(&scales, &core2.pose.scales, "warm-started scales");
+    // A sequence writes each frame's scales.
+    let frames = 3;
+    let targets: Vec<DVec3> = (0..frames).map(|f| DVec3::new(0.4, 0.1, 3.3 + 0.3 * f as f64)).collect();
+    let flat: Vec<f64> = targets.iter().flat_map(|t| t.to_array()).collect();
+    let (mut rot, mut root, mut scl, mut res) = (vec![0.0; frames * 12], vec![0.0; frames * 3], vec![0.0; frames * 3], vec![0.0; frames]);
+    api.ok(unsafe {
+        api.sinew_solver_solve_sequence_scaled(
+            solver, problem, null(), 0, null(), null(), 0, frames, flat.as_ptr(), flat.len(), null(), 0, null(), 0, null(), 0,
+            rot.as_mut_ptr(), rot.len(), root.as_mut_ptr(), root.len(), scl.as_mut_ptr(), scl.len(), res.as_mut_ptr(), res.len(),
+            null_mut(), 0, null_mut(), 0,
+        )
+    });
+    let mut expected = Vec::new();
+    let inputs = FrameTargets { targets: &targets, orientations: None, poles: None, references: None };
+    sinew_core::solve_sequence(core_solver.as_mut(), &lp.problem, &lp.pose, frames, inputs, |_, sol| expected.push(sol.clone())).unwrap();
+    for (f, sol) in expected.iter().enumerate() {
+        assert_same(&rot[f * 12..(f + 1) * 12], &core_rotations(sol), &format!("sequence frame {f}"));
+        assert_same(&scl[f * 3..(f + 1) * 3], &sol.pose.scales, &format!("sequence scales, frame {f}"));
+    }
+    assert!(scl[2 * 3 + 1] > scl[1], "the chain stretches further as the target moves away: {scl:?}");
+    // Misuse: nothing is written.
+    let before = scales;
+    unsafe {
+        for bad in [-0.1, 1.5, f64::NAN] {
+            api.expect(api.sinew_rig_set_stretch(rig, 1, bad), sinew_status::LimitOutOfRange);
+        }
+        api.expect(api.sinew_rig_set_stretch(rig, 9, 0.1), sinew_status::UnknownBone);
+        api.expect(api.sinew_rig_set_stretch(null_mut(), 1, 0.1), sinew_status::NullArgument);
+        let e = api.expect(api.sinew_solver_solve_scaled(solver, problem, null(), 0, null(), [1.0, 1.0].as_ptr(), 2, null_mut()), sinew_status::ShapeMismatch);
+        assert!(e.contains("start_scales"), "{e}");
+        api.expect(api.sinew_solver_solve_scaled(solver, problem, null(), 0, null(), null(), 3, null_mut()), sinew_status::NullArgument);
+        let e = api.expect(api.sinew_solver_solve_scaled(solver, problem, null(), 0, null(), [1.2, 1.0, 1.0].as_ptr(), 3, null_mut()), sinew_status::LimitOutOfRange);
+        assert!(e.contains("\"a\""), "{e}");
+        api.expect(api.sinew_solver_solve_scaled(solver, problem, null(), 0, null(), [1.0, f64::NAN, 1.0].as_ptr(), 3, null_mut()), sinew_status::NonFinite);
+        api.expect(api.sinew_solver_solve_sequence_scaled(
+            solver, problem, null(), 0, null(), null(), 0, frames, flat.as_ptr(), flat.len(), null(), 0, null(), 0, null(), 0,
+            rot.as_mut_ptr(), rot.len(), root.as_mut_ptr(), root.len(), scl.as_mut_ptr(), 2, res.as_mut_ptr(), res.len(),
+            null_mut(), 0, null_mut(), 0,
+        ), sinew_status::BufferTooSmall);
+        api.ok(api.sinew_solver_scales(solver, scales.as_mut_ptr(), 3));
+        api.sinew_rig_free(rig);
+        api.sinew_solver_free(solver);
+        api.sinew_problem_free(problem);
+    }
+    assert_ne!(before, [f64::NAN; 3]);
+}
+
 fn flat_wxyz(qs: &[glam::DQuat]) -> Vec<f64> {
     qs.iter().flat_map(|q| [q.w, q.x, q.y, q.z]).collect()
 }
@@ -623,7 +729,7 @@ fn references_match_the_core(api: &Api) {
     assert!(!has, "no reference in the file");
     let plain = lp.method.solver(lp.settings).unwrap().solve(&lp.problem, &lp.pose).unwrap();
 
-    let reference = Pose { rotations: bent_pose(n, 0.0).iter().map(|q| *q * 2.0).collect(), root_translation: DVec3::new(0.0, 0.1, 0.0) };
+    let reference = Pose { rotations: bent_pose(n, 0.0).iter().map(|q| *q * 2.0).collect(), root_translation: DVec3::new(0.0, 0.1, 0.0), scales: Vec::new() };
     let flat = flat_wxyz(&reference.rotations);
     api.ok(unsafe { api.sinew_problem_set_reference(problem, flat.as_ptr(), flat.len(), reference.root_translation.to_array().as_ptr()) });
     lp.problem.set_reference(Some(&reference)).unwrap();
@@ -774,7 +880,7 @@ fn references_match_the_core(api: &Api) {
     let refs: Vec<Vec<glam::DQuat>> = (0..frames).map(|f| bent_pose(n, 0.04 * f as f64)).collect();
     let targets: Vec<f64> = refs
         .iter()
-        .flat_map(|r| lp.problem.rig().forward(&Pose { rotations: r.clone(), root_translation: DVec3::ZERO }).tails[n - 1].to_array())
+        .flat_map(|r| lp.problem.rig().forward(&Pose { rotations: r.clone(), root_translation: DVec3::ZERO, scales: Vec::new() }).tails[n - 1].to_array())
         .collect();
     let flat_r: Vec<f64> = refs.iter().flat_map(|r| flat_wxyz(r)).collect();
     let problem = api.problem_from_file(&path);
@@ -1144,6 +1250,11 @@ fn c_references_equal_core_references() {
 }
 
 #[test]
+fn c_stretch_equals_core_stretch() {
+    stretch_matches_the_core(&api());
+}
+
+#[test]
 fn versions_and_names_are_reported() {
     versions_and_names(&api());
 }
@@ -1177,6 +1288,7 @@ fn every_exported_symbol_is_exercised() {
     sequence_matches_the_core(&api);
     tracking_matches_the_core(&api);
     references_match_the_core(&api);
+    stretch_matches_the_core(&api);
     versions_and_names(&api);
     misuse_is_reported(&api);
     threads(&api);

@@ -7,7 +7,7 @@ use numpy::{PyArray1, PyArray2, PyArray3};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
-use crate::convert::{BoneSpec, Dim, push_wxyz, push_xyz, quats_from_wxyz, read_f64, read_opt_vec3, read_quat, read_vec3, to_numpy};
+use crate::convert::{BoneSpec, Dim, push_wxyz, push_xyz, quats_from_wxyz, read_f64, read_opt_f64, read_opt_vec3, read_quat, read_vec3, to_numpy};
 use crate::errors::{NonFiniteError, RigError, ShapeError, guard, guard_core};
 use sinew::{ConeLimit, ConeShape, HingeLimit, JointLimit, Pose, Swing, TwistLimit};
 
@@ -200,6 +200,11 @@ impl PyRig {
         }
     }
 
+    /// How readily the bone changes length, in [0, 1] (Blender's `ik_stretch`; 0 keeps it rigid).
+    fn set_stretch(&self, bone: &Bound<'_, PyAny>, stretch: f64) -> PyResult<()> {
+        self.update_limit(bone, |l| JointLimit { stretch, ..l })
+    }
+
     fn clear_limits(&self, bone: &Bound<'_, PyAny>) -> PyResult<()> {
         self.update_limit(bone, |_| JointLimit::FREE)
     }
@@ -235,6 +240,7 @@ impl PyRig {
         d.set_item("stiffness", l.max_stiffness())?;
         let [sx, sy, sz] = l.axis_stiffness();
         d.set_item("stiffness_axes", (sx, sy, sz))?;
+        d.set_item("stretch", l.stretch)?;
         Ok(d)
     }
 
@@ -305,13 +311,14 @@ impl PyRig {
     }
 
     /// Heads (N, 3), tails (N, 3) and world rotations (N, 4) wxyz, rig space, for local rotations
-    /// (N, 4) wxyz (rest pose if None) and the root's translation.
-    #[pyo3(signature = (rotations = None, root_translation = None))]
+    /// (N, 4) wxyz (rest pose if None), the root's translation and length scales (N,) (1 if None).
+    #[pyo3(signature = (rotations = None, root_translation = None, scales = None))]
     fn forward_kinematics<'py>(
         &self,
         py: Python<'py>,
         rotations: Option<&Bound<'py, PyAny>>,
         root_translation: Option<&Bound<'py, PyAny>>,
+        scales: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let rig = self.snapshot();
         let n = rig.len();
@@ -320,6 +327,7 @@ impl PyRig {
             pose.rotations = quats_from_wxyz(&read_f64(r, "rotations", &[Dim::Is(n), Dim::Is(4)])?.0);
         }
         pose.root_translation = read_opt_vec3(root_translation, "root_translation")?.unwrap_or(DVec3::ZERO);
+        pose.scales = read_opt_f64(scales, "scales", &[Dim::Is(n)])?.unwrap_or_default();
         let frames = py.detach(move || {
             guard_core(|| {
                 // The core's own pose check (finite, non-zero quaternions), then FK.

@@ -67,6 +67,7 @@ fn read_inputs(
     goals: Vec<PyRef<'_, PyGoal>>,
     pose: Option<&Bound<'_, PyAny>>,
     root_translation: Option<&Bound<'_, PyAny>>,
+    scales: Option<&Bound<'_, PyAny>>,
     root: &str,
 ) -> PyResult<Inputs> {
     let rig = rig.snapshot();
@@ -77,23 +78,27 @@ fn read_inputs(
         start.rotations = quats_from_wxyz(&p);
     }
     start.root_translation = read_opt_vec3(root_translation, "root_translation")?.unwrap_or(DVec3::ZERO);
+    start.scales = read_opt_f64(scales, "scales", &[Dim::Is(n)])?.unwrap_or_default();
     Ok(Inputs { rig, goals, start, root: root_mode(root)?, reference: None })
 }
 
-/// Reads the reference pose arguments into `inputs` (`None` for both: the rest pose).
+/// Reads the reference pose arguments into `inputs` (`None` for all: the rest pose).
 fn read_reference(
     inputs: &mut Inputs,
     reference: Option<&Bound<'_, PyAny>>,
     reference_root_translation: Option<&Bound<'_, PyAny>>,
+    reference_scales: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<()> {
     let n = inputs.rig.len();
     let rotations = read_opt_f64(reference, "reference", &[Dim::Is(n), Dim::Is(4)])?;
     let root = read_opt_vec3(reference_root_translation, "reference_root_translation")?;
-    inputs.reference = match (rotations, root) {
-        (None, None) => None,
-        (r, t) => Some(Pose {
+    let scales = read_opt_f64(reference_scales, "reference_scales", &[Dim::Is(n)])?;
+    inputs.reference = match (rotations, root, scales) {
+        (None, None, None) => None,
+        (r, t, s) => Some(Pose {
             rotations: r.map_or_else(|| vec![DQuat::IDENTITY; n], |r| quats_from_wxyz(&r)),
             root_translation: t.unwrap_or(DVec3::ZERO),
+            scales: s.unwrap_or_default(),
         }),
     };
     Ok(())
@@ -172,7 +177,7 @@ impl PySolver {
     }
 
     /// Solves one pose. Releases the GIL while solving.
-    #[pyo3(signature = (rig, goals, pose = None, root_translation = None, root = "pinned", reference = None, reference_root_translation = None))]
+    #[pyo3(signature = (rig, goals, pose = None, root_translation = None, root = "pinned", reference = None, reference_root_translation = None, scales = None, reference_scales = None))]
     #[allow(clippy::too_many_arguments)]
     fn solve(
         &self,
@@ -184,9 +189,11 @@ impl PySolver {
         root: &str,
         reference: Option<&Bound<'_, PyAny>>,
         reference_root_translation: Option<&Bound<'_, PyAny>>,
+        scales: Option<&Bound<'_, PyAny>>,
+        reference_scales: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PySolution> {
-        let mut inputs = read_inputs(&rig, goals, pose, root_translation, root)?;
-        read_reference(&mut inputs, reference, reference_root_translation)?;
+        let mut inputs = read_inputs(&rig, goals, pose, root_translation, scales, root)?;
+        read_reference(&mut inputs, reference, reference_root_translation, reference_scales)?;
         let n = inputs.rig.len();
         let sol = py.detach(|| {
             let problem = guard_core(|| inputs.problem())?;
@@ -201,7 +208,7 @@ impl PySolver {
     }
 
     /// Solves F frames, each warm-started from the previous one. Releases the GIL while solving.
-    #[pyo3(signature = (rig, goals, targets, orientations = None, pole_targets = None, pose = None, root_translation = None, root = "pinned", reference = None, reference_root_translation = None, references = None))]
+    #[pyo3(signature = (rig, goals, targets, orientations = None, pole_targets = None, pose = None, root_translation = None, root = "pinned", reference = None, reference_root_translation = None, references = None, scales = None, reference_scales = None))]
     #[allow(clippy::too_many_arguments)]
     fn solve_sequence(
         &self,
@@ -217,10 +224,12 @@ impl PySolver {
         reference: Option<&Bound<'_, PyAny>>,
         reference_root_translation: Option<&Bound<'_, PyAny>>,
         references: Option<&Bound<'_, PyAny>>,
+        scales: Option<&Bound<'_, PyAny>>,
+        reference_scales: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PySequenceResult> {
         let g = goals.len();
-        let mut inputs = read_inputs(&rig, goals, pose, root_translation, root)?;
-        read_reference(&mut inputs, reference, reference_root_translation)?;
+        let mut inputs = read_inputs(&rig, goals, pose, root_translation, scales, root)?;
+        read_reference(&mut inputs, reference, reference_root_translation, reference_scales)?;
         let (t, shape) = read_f64(targets, "targets", &[Dim::Any("F"), Dim::Is(g), Dim::Is(3)])?;
         let frames = shape[0];
         let targets = vec3s(&t);
@@ -268,6 +277,7 @@ impl PySolver {
 struct SequenceData {
     rotations: Vec<f64>,
     roots: Vec<f64>,
+    scales: Vec<f64>,
     residuals: Vec<f64>,
     orientation_residuals: Vec<f64>,
     iterations: Vec<i64>,
@@ -294,6 +304,7 @@ impl SequenceData {
         Ok(Self {
             rotations: try_vec(frames.checked_mul(n).and_then(|x| x.checked_mul(4)), frames, "rotations")?,
             roots: try_vec(frames.checked_mul(3), frames, "root translations")?,
+            scales: try_vec(frames.checked_mul(n), frames, "length scales")?,
             residuals: try_vec(frames.checked_mul(g), frames, "residuals")?,
             orientation_residuals: try_vec(frames.checked_mul(g), frames, "orientation residuals")?,
             iterations: try_vec(Some(frames), frames, "iteration counts")?,
@@ -307,6 +318,7 @@ impl SequenceData {
             push_wxyz(&mut self.rotations, q);
         }
         push_xyz(&mut self.roots, sol.pose.root_translation);
+        push_scales(&mut self.scales, &sol.pose);
         self.residuals.extend_from_slice(&sol.residuals);
         self.orientation_residuals.extend_from_slice(&sol.orientation_residuals);
         self.iterations.push(i64::from(sol.iterations));
@@ -318,6 +330,7 @@ impl SequenceData {
         Ok(PySequenceResult {
             rotations: to_numpy_py(py, self.rotations, (frames, n, 4))?,
             root_translations: to_numpy_py(py, self.roots, (frames, 3))?,
+            scales: to_numpy_py(py, self.scales, (frames, n))?,
             residuals: to_numpy_py(py, self.residuals, (frames, g))?,
             orientation_residuals: to_numpy_py(py, self.orientation_residuals, (frames, g))?,
             iterations: to_numpy_py(py, self.iterations, frames)?,
@@ -325,6 +338,11 @@ impl SequenceData {
             stop_reasons: self.stops,
         })
     }
+}
+
+/// Every bone's length scale of `pose` (1 for each where it has none).
+fn push_scales(out: &mut Vec<f64>, pose: &Pose) {
+    out.extend((0..pose.rotations.len()).map(|i| pose.scale(i)));
 }
 
 /// The result of one solve.
@@ -337,6 +355,9 @@ pub(crate) struct PySolution {
     /// Bone 0's translation (3,) in its rest frame, as Blender's `location`.
     #[pyo3(get)]
     root_translation: Py<PyArray1<f64>>,
+    /// Length scale per bone (N,): 1 for every bone that kept its length.
+    #[pyo3(get)]
+    scales: Py<PyArray1<f64>>,
     #[pyo3(get)]
     iterations: u32,
     /// Per goal distance from effector to target (G,).
@@ -360,9 +381,12 @@ impl PySolution {
         for &q in &sol.pose.rotations {
             push_wxyz(&mut rot, q);
         }
+        let mut scales = Vec::with_capacity(n);
+        push_scales(&mut scales, &sol.pose);
         Ok(Self {
             rotations: to_numpy_py(py, rot, (n, 4))?,
             root_translation: to_numpy_py(py, sol.pose.root_translation.to_array().to_vec(), 3)?,
+            scales: to_numpy_py(py, scales, n)?,
             iterations: sol.iterations,
             residuals: to_numpy_py(py, sol.residuals.clone(), sol.residuals.len())?,
             orientation_residuals: to_numpy_py(py, sol.orientation_residuals.clone(), sol.orientation_residuals.len())?,
@@ -408,6 +432,9 @@ pub(crate) struct PySequenceResult {
     /// (F, 3) root translations.
     #[pyo3(get)]
     root_translations: Py<PyArray2<f64>>,
+    /// (F, N) length scales.
+    #[pyo3(get)]
+    scales: Py<PyArray2<f64>>,
     /// (F, G) residuals.
     #[pyo3(get)]
     residuals: Py<PyArray2<f64>>,
@@ -447,7 +474,7 @@ pub(crate) fn methods() -> Vec<&'static str> {
 
 #[pyfunction]
 pub(crate) fn analyze<'py>(py: Python<'py>, rig: PyRef<'py, PyRig>, goals: Vec<PyRef<'py, PyGoal>>) -> PyResult<Bound<'py, PyDict>> {
-    let inputs = read_inputs(&rig, goals, None, None, "pinned")?;
+    let inputs = read_inputs(&rig, goals, None, None, None, "pinned")?;
     let topology = py.detach(|| guard_core(|| Ok(inputs.problem()?.topology().clone())))?;
     let d = PyDict::new(py);
     d.set_item("sub_bases", &topology.sub_bases)?;

@@ -61,6 +61,7 @@ fn in_limit_targets(lp: &LoadedProblem) -> Vec<DVec3> {
             let truth = Pose {
                 rotations: rig.bones().iter().map(|b| b.limit.clamp(rng.rotation(1.2))).collect(),
                 root_translation: DVec3::ZERO,
+                scales: Vec::new(),
             };
             rig.forward(&truth).tails[effector]
         })

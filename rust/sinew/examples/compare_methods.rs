@@ -533,7 +533,7 @@ fn main() {
     let rig = chain10_limited.problem.rig();
     let in_limits: Vec<DVec3> = (0..scale(1000))
         .map(|_| {
-            let truth = Pose { rotations: rig.bones().iter().map(|b| b.limit.clamp(rng.rotation(1.2))).collect(), root_translation: DVec3::ZERO };
+            let truth = Pose { rotations: rig.bones().iter().map(|b| b.limit.clamp(rng.rotation(1.2))).collect(), root_translation: DVec3::ZERO, scales: Vec::new() };
             rig.forward(&truth).tails[9]
         })
         .collect();
@@ -580,7 +580,7 @@ fn main() {
         let sets: Vec<Vec<DVec3>> = (0..4)
             .map(|_| {
                 if in_range {
-                    let truth = Pose { rotations: (0..tree.len()).map(|_| rng.rotation(1.0)).collect(), root_translation: DVec3::ZERO };
+                    let truth = Pose { rotations: (0..tree.len()).map(|_| rng.rotation(1.0)).collect(), root_translation: DVec3::ZERO, scales: Vec::new() };
                     let f = tree.forward(&truth);
                     tips.iter().map(|&t| f.tails[t]).collect()
                 } else {
@@ -606,6 +606,7 @@ fn main() {
     let bent = Pose {
         rotations: (0..10).map(|i| sinew::geometry::from_rotation_vector(DVec3::new(0.15, 0.05 * i as f64, -0.1))).collect(),
         root_translation: DVec3::ZERO,
+        scales: Vec::new(),
     };
     let mut settle_cases: Vec<(String, Problem, Pose, f64)> = [DVec3::new(12000.0, 0.0, 3000.0), DVec3::new(-4000.0, 9000.0, -6000.0), DVec3::new(0.0, 0.0, -15000.0), DVec3::new(6000.0, 6000.0, 6000.0)]
         .iter()

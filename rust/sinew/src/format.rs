@@ -44,6 +44,10 @@ pub struct BoneFile {
     /// Joint limits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<JointLimit>,
+    /// How readily the bone changes length, in [0, 1] ([`JointLimit::stretch`], Blender's
+    /// `ik_stretch`; absent: 0, rigid).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stretch: Option<f64>,
 }
 
 /// A pole in a problem file.
@@ -110,6 +114,9 @@ pub struct PoseFile {
     /// Bone 0's translation in its rest frame.
     #[serde(default)]
     pub root_translation: [f64; 3],
+    /// Optional length scale per bone ([`Pose::scales`]; absent: every bone at 1).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scales: Vec<f64>,
 }
 
 impl PoseFile {
@@ -120,13 +127,14 @@ impl PoseFile {
             // Huge components are scaled exactly first, so they normalise without overflow.
             rotations: self.rotations.iter().copied().map(|q| crate::problem::rescaled_quat(quat_from_wxyz(q))).collect(),
             root_translation: DVec3::from_array(self.root_translation),
+            scales: self.scales.clone(),
         }
     }
 
     /// Describes `pose`.
     #[must_use]
     pub fn from_pose(pose: &Pose) -> Self {
-        Self { rotations: pose.rotations.iter().copied().map(quat_to_wxyz).collect(), root_translation: pose.root_translation.to_array() }
+        Self { rotations: pose.rotations.iter().copied().map(quat_to_wxyz).collect(), root_translation: pose.root_translation.to_array(), scales: pose.scales.clone() }
     }
 }
 
@@ -261,7 +269,7 @@ impl ProblemFile {
                 rest_head,
                 rest_rotation,
                 length,
-                limit: b.limit.unwrap_or_default(),
+                limit: JointLimit { stretch: b.stretch.unwrap_or(0.0), ..b.limit.unwrap_or_default() },
             });
         }
         let rig = Rig::new(bones)?;
@@ -310,6 +318,10 @@ pub struct SolutionFile {
     pub rotations: Vec<[f64; 4]>,
     /// Bone 0's translation.
     pub root_translation: [f64; 3],
+    /// Length scale per bone, in rig order ([`Pose::scales`]): written when some bone stretched
+    /// (absent: every bone at 1).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scales: Vec<f64>,
     /// Per goal residual distance.
     pub residuals: Vec<f64>,
     /// Per goal orientation residual, radians (0 for a goal without orientation; empty when
@@ -334,6 +346,7 @@ impl SolutionFile {
             bones: rig.bones().iter().map(|b| b.name.clone()).collect(),
             rotations: solution.pose.rotations.iter().copied().map(quat_to_wxyz).collect(),
             root_translation: solution.pose.root_translation.to_array(),
+            scales: if solution.pose.scales.iter().all(|&s| s == 1.0) { Vec::new() } else { solution.pose.scales.clone() },
             residuals: solution.residuals.clone(),
             orientation_residuals: solution.orientation_residuals.clone(),
             iterations: solution.iterations,
@@ -357,6 +370,9 @@ pub fn check_solution_finite(solution: &Solution) -> Result<()> {
     }
     if !solution.pose.root_translation.is_finite() {
         return Err(bug("the root translation".into()));
+    }
+    if let Some(i) = solution.pose.scales.iter().position(|s| !s.is_finite()) {
+        return Err(bug(format!("the length scale of bone {i}")));
     }
     if let Some(g) = solution.residuals.iter().position(|r| !r.is_finite()) {
         return Err(bug(format!("the residual of goal {g}")));

@@ -49,7 +49,7 @@ pub use error::{Error, Result};
 pub use format::{LoadedProblem, ProblemFile, SolutionFile};
 pub use goal::{Goal, Pole};
 pub use limits::{ConeLimit, ConeShape, HingeLimit, JointLimit, LimitState, Swing, TwistLimit};
-pub use pose::{Frames, Pose};
+pub use pose::{Frames, MAX_SCALE, MIN_SCALE, Pose};
 pub use problem::{Problem, RootMode, Topology};
 pub use rig::{Bone, BoneRef, CONNECTED_TOLERANCE, Rig};
 pub use solver::{

@@ -369,6 +369,13 @@ pub struct JointLimit {
     /// `1 - stiffness_axes[c]` (Blender's `IK_QSegment::SetWeight`); FABRIK's own steps use the
     /// largest. `None`: [`JointLimit::stiffness`] about every axis.
     pub stiffness_axes: Option<[f64; 3]>,
+    /// How readily the bone changes length, in [0, 1], as Blender's `ik_stretch`: 0 (the
+    /// default) keeps it rigid; above 0 the bone may scale along its own Y (its length, and with
+    /// it the offsets of its children, as a uniform scale), the damped-least-squares steps
+    /// weighting that unknown as Blender's IK weights its stretch (`1 − stiffness` with stiffness
+    /// `1 − stretch²`, at least 0.01; see `solver::jacobian`). In the problem format it is the
+    /// bone's `"stretch"`, not part of `"limit"`.
+    pub stretch: f64,
 }
 
 /// A bone's stiffness as the problem format writes it: one number, or one per local axis.
@@ -401,7 +408,7 @@ impl From<JointLimitRepr> for JointLimit {
             StiffnessRepr::All(s) => (s, None),
             StiffnessRepr::Axes(a) => (a[0].max(a[1]).max(a[2]), Some(a)),
         };
-        Self { swing: r.swing, twist: r.twist, locked: r.locked, stiffness, stiffness_axes }
+        Self { swing: r.swing, twist: r.twist, locked: r.locked, stiffness, stiffness_axes, stretch: 0.0 }
     }
 }
 
@@ -424,7 +431,7 @@ impl Default for JointLimit {
 
 impl JointLimit {
     /// No limit at all.
-    pub const FREE: Self = Self { swing: Swing::Free, twist: None, locked: false, stiffness: 0.0, stiffness_axes: None };
+    pub const FREE: Self = Self { swing: Swing::Free, twist: None, locked: false, stiffness: 0.0, stiffness_axes: None, stretch: 0.0 };
 
     /// The stiffness about the bone's local X, Y and Z.
     #[must_use]
@@ -735,6 +742,9 @@ impl JointLimit {
         }
         if !(self.stiffness >= 0.0 && self.stiffness < 1.0) {
             return Err(out("stiffness", self.stiffness, "[0, 1)"));
+        }
+        if !(0.0..=1.0).contains(&self.stretch) {
+            return Err(out("stretch", self.stretch, "[0, 1]"));
         }
         Ok(self)
     }

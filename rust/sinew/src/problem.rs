@@ -6,7 +6,7 @@ use glam::{DQuat, DVec3};
 
 use crate::error::{Error, Result};
 use crate::goal::Goal;
-use crate::pose::{Frames, Pose};
+use crate::pose::{Frames, MAX_SCALE, MIN_SCALE, Pose};
 use crate::rig::Rig;
 
 /// Whether the rig's root bone may translate.
@@ -54,6 +54,14 @@ pub struct Topology {
     /// free or bounded only by a cone and twist: the chain (FABRIK runs Alg. 1 on it as it is,
     /// see [`SerialChain`]).
     pub(crate) serial_chain: Option<SerialChain>,
+    /// Every bone some goal moves whose [`crate::JointLimit::stretch`] is above 0, ascending:
+    /// their lengths are unknowns too.
+    pub(crate) stretchy: Vec<usize>,
+    /// Per bone: the length a stretchy bone's length change is measured against (see
+    /// `solver::jacobian`): the summed lengths and offsets of the moved bones connected to it
+    /// through moved parents (its IK tree, as Blender's IK scales a tree to unit size); 0 for
+    /// other bones.
+    pub(crate) stretch_norm: Vec<f64>,
     /// Per goal: a label it shares with exactly the goals it is coupled with, directly or
     /// through others: two goals couple when a bone some goal moves lies on both their paths
     /// to the root (turning it moves both effectors), or through the free root's translation.
@@ -176,6 +184,31 @@ impl Topology {
             })
             .collect();
         t.active = (0..n).filter(|&i| is_active[i]).collect();
+        t.stretchy = t.active.iter().copied().filter(|&i| rig.bone(i).limit.stretch > 0.0).collect();
+        t.stretch_norm = vec![0.0; n];
+        if !t.stretchy.is_empty() {
+            // Each moved bone's tree: the topmost moved bone reached through moved parents; a
+            // tree's extent is its bones' lengths plus their heads' offsets from their parents'
+            // tails (Blender's `MaxExtension`, the top's offset not counted).
+            let mut tree = vec![usize::MAX; n];
+            let mut extent = vec![0.0; n];
+            for &i in &t.active {
+                let b = rig.bone(i);
+                match b.parent.filter(|&p| is_active[p]) {
+                    Some(p) => {
+                        tree[i] = tree[p];
+                        extent[tree[i]] += b.length + (b.rest_head - DVec3::new(0.0, rig.bone(p).length, 0.0)).length();
+                    }
+                    None => {
+                        tree[i] = i;
+                        extent[i] += b.length;
+                    }
+                }
+            }
+            for &i in &t.stretchy {
+                t.stretch_norm[i] = extent[tree[i]];
+            }
+        }
         t.is_active = is_active;
         t.sub_bases = (0..n)
             .filter(|&i| t.pulls[i].len() + usize::from(!t.effector_goals[i].is_empty()) >= 2)
@@ -379,9 +412,11 @@ impl Problem {
 
     /// The reference pose's rotations (rest where none is set) clamped into every bone's limit,
     /// written into `out`; bones no goal moves, and locked ones, keep `start`'s (they keep their
-    /// start in a solve). Returns the root translation: the reference's for a free root that has
-    /// one, else `start`'s.
-    pub(crate) fn reference_into(&self, start: &Pose, out: &mut Vec<DQuat>) -> DVec3 {
+    /// start in a solve). Its length scales into `scales`: empty for a problem without stretch
+    /// whose start has none, else the reference's for the bones whose length is an unknown (1 where it has none) and
+    /// `start`'s for the others. Returns the root translation: the reference's for a free root
+    /// that has one, else `start`'s.
+    pub(crate) fn reference_into(&self, start: &Pose, out: &mut Vec<DQuat>, scales: &mut Vec<f64>) -> DVec3 {
         out.clear();
         match &self.reference {
             Some(r) => out.extend_from_slice(&r.rotations),
@@ -392,10 +427,24 @@ impl Problem {
             let limit = &self.rig.bone(i).limit;
             *q = if limit.locked || !active[i] { start.rotations[i] } else { limit.clamp(*q) };
         }
+        scales.clear();
+        if !self.topology.stretchy.is_empty() || !start.scales.is_empty() {
+            scales.extend((0..self.rig.len()).map(|i| start.scale(i)));
+            for &i in &self.topology.stretchy {
+                scales[i] = self.reference.as_ref().map_or(1.0, |r| r.scale(i));
+            }
+        }
         match (&self.reference, self.root) {
             (Some(r), RootMode::Free) => r.root_translation,
             _ => start.root_translation,
         }
+    }
+
+    /// Whether some bone a goal moves may change its length ([`crate::JointLimit::stretch`]
+    /// above 0): a solve then returns a length scale per bone ([`Pose::scales`]).
+    #[must_use]
+    pub fn stretches(&self) -> bool {
+        !self.topology.stretchy.is_empty()
     }
 
     /// Goal `gi`'s errors at the pose whose forward kinematics is `frames`: the distance from its
@@ -459,6 +508,8 @@ impl Problem {
         self.rig.set_limit(bone, limit)?;
         let mut topology = Topology::derive(&self.rig, &self.goals);
         topology.serial_chain = serial_chain(&self.rig, &self.goals, &topology, self.root);
+        // (The goals and the moved bones are unchanged, so the groups stay within the cap.)
+        topology.coupled = coupled_goals(&self.rig, &self.goals, &topology.is_active, self.root == RootMode::Free);
         self.topology = topology;
         Ok(())
     }
@@ -532,6 +583,25 @@ impl Problem {
                 expected: self.rig.len(),
                 got: pose.rotations.len(),
             });
+        }
+        if !pose.scales.is_empty() {
+            if pose.scales.len() != self.rig.len() {
+                return Err(Error::ShapeMismatch { what: "pose length scales".into(), expected: self.rig.len(), got: pose.scales.len() });
+            }
+            for (i, &s) in pose.scales.iter().enumerate() {
+                let bone = &self.rig.bone(i);
+                if !s.is_finite() {
+                    return Err(Error::NonFinite { what: format!("length scale of bone \"{}\"", bone.name) });
+                }
+                let range = if bone.limit.stretch > 0.0 {
+                    format!("[{MIN_SCALE:e}, {MAX_SCALE:e}]")
+                } else {
+                    "[1, 1] (its stretch is 0: it keeps its length)".into()
+                };
+                if (bone.limit.stretch > 0.0 && !(MIN_SCALE..=MAX_SCALE).contains(&s)) || (bone.limit.stretch == 0.0 && s != 1.0) {
+                    return Err(Error::LimitOutOfRange { bone: bone.name.clone(), what: "length scale".into(), value: s, range });
+                }
+            }
         }
         crate::rig::check_coordinate(pose.root_translation, || "root translation".into())?;
         for (i, q) in pose.rotations.iter().enumerate() {

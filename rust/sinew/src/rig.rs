@@ -341,9 +341,11 @@ impl Rig {
     /// Forward kinematics: the rig-space frame of every bone for `pose`.
     ///
     /// Bone `i`'s rotation is `parent_rotation · rest_rotation · pose.rotations[i]` and its head is
-    /// `parent_head + parent_rotation · rest_head` (for bone 0, `rest_head + rest_rotation ·
-    /// pose.root_translation`), exactly as Blender evaluates `matrix_basis` with default
-    /// inheritance.
+    /// `parent_head + parent_rotation · (parent_scale · rest_head)` (for bone 0,
+    /// `rest_head + rest_rotation · pose.root_translation`); its tail is `head + rotation ·
+    /// (0, length · scale, 0)`, with each bone's length scale from [`Pose::scales`] (1 where it is
+    /// empty). That is exactly how Blender evaluates `matrix_basis` with default inheritance, a
+    /// stretched bone carrying a uniform scale (see [`Pose`]).
     #[must_use]
     pub fn forward(&self, pose: &Pose) -> Frames {
         let mut f = Frames::with_len(self.len());
@@ -358,59 +360,82 @@ impl Rig {
             let b = &self.bones[i];
             if i == 0 { b.rest_head + b.rest_rotation * pose.root_translation } else { b.rest_head }
         };
-        self.frames_from(0, |i| pose.rotations.get(i).copied().unwrap_or(DQuat::IDENTITY), root_head, out);
+        let local = |i: usize| pose.rotations.get(i).copied().unwrap_or(DQuat::IDENTITY);
+        if pose.scales.is_empty() {
+            // Every bone at its rest length: the same loop with a constant scale, which the
+            // compiler folds away (a rigid rig's forward kinematics costs what it did).
+            self.frames_from(0, local, |_| 1.0, root_head, out);
+        } else {
+            self.frames_from(0, local, |i| pose.scales.get(i).copied().unwrap_or(1.0), root_head, out);
+        }
     }
 
     /// [`Rig::forward_into`] for bone `from` and every bone after it (its descendants among
-    /// them), from local rotations `locals`, on frames `out` that hold the bones before `from`;
-    /// a root bone keeps its head where `out` has it.
-    pub(crate) fn forward_from(&self, locals: &[DQuat], from: usize, out: &mut Frames) {
-        self.frames_from(from, |i| locals[i], |i, out: &Frames| out.heads[i], out);
+    /// them), from local rotations `locals` and length scales `scales` (empty: every bone at 1),
+    /// on frames `out` that hold the bones before `from`; a root bone keeps its head where `out`
+    /// has it.
+    pub(crate) fn forward_from(&self, locals: &[DQuat], scales: &[f64], from: usize, out: &mut Frames) {
+        if scales.is_empty() {
+            self.frames_from(from, |i| locals[i], |_| 1.0, |i, out: &Frames| out.heads[i], out);
+        } else {
+            self.frames_from(from, |i| locals[i], |i| scales[i], |i, out: &Frames| out.heads[i], out);
+        }
     }
 
     /// The forward-kinematics loop: the frames of bone `from` and every bone after it, from
-    /// `local(i)`, into `out` (which holds the bones before `from`); a root bone's head is
-    /// `root_head(i, out)`.
+    /// `local(i)` and `scale(i)`, into `out` (which holds the bones before `from`); a root bone's
+    /// head is `root_head(i, out)`.
     #[inline(always)]
-    fn frames_from(&self, from: usize, local: impl Fn(usize) -> DQuat, root_head: impl Fn(usize, &Frames) -> DVec3, out: &mut Frames) {
+    fn frames_from(
+        &self,
+        from: usize,
+        local: impl Fn(usize) -> DQuat,
+        scale: impl Fn(usize) -> f64,
+        root_head: impl Fn(usize, &Frames) -> DVec3,
+        out: &mut Frames,
+    ) {
         // The previous bone's frame, kept in registers: in a chain it is the parent's, and reading
         // it back from `out` would put a store-to-load round trip on every bone's critical path.
         let mut prev = match from.checked_sub(1) {
-            Some(p) => (out.rotations[p], out.heads[p], out.tails[p]),
-            None => (DQuat::IDENTITY, DVec3::ZERO, DVec3::ZERO),
+            Some(p) => (out.rotations[p], out.heads[p], out.tails[p], scale(p)),
+            None => (DQuat::IDENTITY, DVec3::ZERO, DVec3::ZERO, 1.0),
         };
         for i in from..self.len() {
             let parent = match self.bones[i].parent {
                 Some(p) if p + 1 == i => Ok(prev),
-                Some(p) => Ok((out.rotations[p], out.heads[p], out.tails[p])),
+                Some(p) => Ok((out.rotations[p], out.heads[p], out.tails[p], scale(p))),
                 None => Err(root_head(i, out)),
             };
-            prev = self.bone_frame(i, local(i), parent);
-            (out.rotations[i], out.heads[i], out.tails[i]) = prev;
+            let s = scale(i);
+            let (rot, head, tail) = self.bone_frame(i, local(i), s, parent);
+            prev = (rot, head, tail, s);
+            (out.rotations[i], out.heads[i], out.tails[i]) = (rot, head, tail);
         }
     }
 
     /// One step of forward kinematics: bone `i`'s world (rotation, head, tail) from its `local`
-    /// rotation and its parent's (rotation, head, tail), or, for a root, its head.
+    /// rotation, its length scale and its parent's (rotation, head, tail, length scale), or, for
+    /// a root, its head.
     #[inline(always)]
-    fn bone_frame(&self, i: usize, local: DQuat, parent: std::result::Result<(DQuat, DVec3, DVec3), DVec3>) -> (DQuat, DVec3, DVec3) {
+    fn bone_frame(&self, i: usize, local: DQuat, scale: f64, parent: std::result::Result<(DQuat, DVec3, DVec3, f64), DVec3>) -> (DQuat, DVec3, DVec3) {
         let (b, fk) = (&self.bones[i], self.fk[i]);
         // Normalised before the parent's rotation enters, so the chain from parent to child is
         // one quaternion product (a product of unit quaternions is unit to round-off, a few ulps
         // per level). FK runs several times per solve.
         let own = crate::geometry::renormalize(if fk.rest_identity { local } else { b.rest_rotation * local });
         let (rot, head) = match parent {
-            Ok((pr, parent_head, parent_tail)) => {
+            Ok((pr, parent_head, parent_tail, parent_scale)) => {
                 let head = match fk.head {
+                    // (The parent's tail is already where its scale puts it.)
                     HeadRule::ParentTail => parent_tail,
-                    HeadRule::AlongParentY(h) => parent_head + crate::geometry::y_axis(pr) * h,
-                    HeadRule::Offset => parent_head + pr * b.rest_head,
+                    HeadRule::AlongParentY(h) => parent_head + crate::geometry::y_axis(pr) * (h * parent_scale),
+                    HeadRule::Offset => parent_head + pr * (b.rest_head * parent_scale),
                 };
                 (pr * own, head)
             }
             Err(root_head) => (own, root_head),
         };
-        (rot, head, head + crate::geometry::y_axis(rot) * b.length)
+        (rot, head, head + crate::geometry::y_axis(rot) * (b.length * scale))
     }
 
     /// The local rotation of bone `i` that gives it world rotation `world`, given its parent's

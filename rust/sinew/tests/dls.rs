@@ -22,6 +22,7 @@ fn dls_reaches_in_limit_targets_on_the_paper_chains_from_rest() {
             let truth = Pose {
                 rotations: rig.bones().iter().map(|b| b.limit.clamp(rng.rotation(1.2))).collect(),
                 root_translation: DVec3::ZERO,
+                scales: Vec::new(),
             };
             let mut p = lp.problem.clone();
             p.set_target(0, rig.forward(&truth).tails[effector]).unwrap();

@@ -62,6 +62,7 @@ fn random_limit(rng: &mut Rng, with_limits: bool) -> JointLimit {
         locked: rng.f64() < 0.08,
         stiffness,
         stiffness_axes: (stiffness > 0.5).then_some([stiffness, 0.5 * stiffness, 0.0]),
+        stretch: 0.0,
     }
 }
 
@@ -94,6 +95,7 @@ fn random_pose(rng: &mut Rng, rig: &Rig) -> Pose {
     Pose {
         rotations: rig.bones().iter().map(|b| b.limit.clamp(if b.limit.locked { DQuat::IDENTITY } else { rng.rotation(1.5) })).collect(),
         root_translation: DVec3::ZERO,
+        scales: Vec::new(),
     }
 }
 
@@ -275,7 +277,7 @@ fn degenerate_input_gives_finite_poses() {
     for limit in [JointLimit::FREE, cone] {
         let rig = straight_chain(4, limit);
         let rest = Pose::rest(4);
-        let folded = Pose { rotations: vec![DQuat::IDENTITY, limit.clamp(DQuat::from_rotation_x(PI - 1e-9)), DQuat::IDENTITY, DQuat::IDENTITY], root_translation: DVec3::ZERO };
+        let folded = Pose { rotations: vec![DQuat::IDENTITY, limit.clamp(DQuat::from_rotation_x(PI - 1e-9)), DQuat::IDENTITY, DQuat::IDENTITY], root_translation: DVec3::ZERO, scales: Vec::new() };
         let targets = [
             DVec3::Y * 6.0,
             DVec3::Y * 2.5,
@@ -374,6 +376,7 @@ fn damped_methods_settle_on_targets_out_of_reach_without_oscillating() {
     let start = Pose {
         rotations: (0..rig.len()).map(|i| from_rotation_vector(DVec3::new(0.15, 0.05 * i as f64, -0.1))).collect(),
         root_translation: DVec3::ZERO,
+        scales: Vec::new(),
     };
     for target in [DVec3::new(12000.0, 0.0, 3000.0), DVec3::new(-4000.0, 9000.0, -6000.0), DVec3::new(0.0, 0.0, -15000.0)] {
         let mut problem = lp.problem.clone();

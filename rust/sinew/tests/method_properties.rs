@@ -82,6 +82,7 @@ impl LimitSpec {
             locked: self.locked,
             stiffness: self.stiffness,
             stiffness_axes: (self.stiffness > 0.5).then_some([self.stiffness, 0.5 * self.stiffness, 0.0]),
+            stretch: 0.0,
         }
     }
 }
@@ -170,7 +171,7 @@ fn pose_in_limits(rig: &Rig, rotvecs: &[DVec3], base: &Pose) -> Pose {
             }
         })
         .collect();
-    Pose { rotations, root_translation: base.root_translation }
+    Pose { rotations, root_translation: base.root_translation, scales: Vec::new() }
 }
 
 #[derive(Debug, Clone)]
@@ -245,7 +246,7 @@ struct Built {
 fn build_case(c: &Case, shape: Shape, limited: bool) -> Built {
     let rig = build_rig(&c.bones, shape, limited);
     let n = rig.len();
-    let rest = Pose { rotations: vec![DQuat::IDENTITY; n], root_translation: c.root_translation };
+    let rest = Pose { rotations: vec![DQuat::IDENTITY; n], root_translation: c.root_translation, scales: Vec::new() };
     let start = pose_in_limits(&rig, &c.start, &rest);
     let tf = rig.forward(&pose_in_limits(&rig, &c.target_pose, &start));
     let effectors: Vec<usize> = match shape {
@@ -297,6 +298,11 @@ fn config(cases: u32) -> ProptestConfig {
 fn unsupported(method: Method, problem: &Problem) -> Option<String> {
     let goals = problem.goals();
     let topo = problem.topology();
+    if matches!(method, Method::FabrikClassic | Method::Ccd | Method::Triangulation)
+        && let Some(b) = stretch_carrying_a_goal(problem)
+    {
+        return Some(format!("bone {b} may stretch and carries a goal"));
+    }
     match method {
         Method::FabrikClassic | Method::Ccd => {
             (0..goals.len()).find(|&gi| goals[gi].pole.is_some() && !topo.is_lone_chain(gi)).map(|gi| format!("pole of goal {gi} in a tree"))
@@ -318,6 +324,22 @@ fn unsupported(method: Method, problem: &Problem) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// A bone that may stretch on some goal's path to the root (not the effector bone of a goal on its
+/// head, whose length does not move the effector): the methods without a length unknown refuse it.
+fn stretch_carrying_a_goal(problem: &Problem) -> Option<usize> {
+    let rig = problem.rig();
+    problem.goals().iter().find_map(|g| {
+        let mut x = if g.use_tail { Some(g.bone) } else { rig.bone(g.bone).parent };
+        while let Some(i) = x {
+            if rig.bone(i).limit.stretch > 0.0 && problem.topology().active.contains(&i) {
+                return Some(i);
+            }
+            x = rig.bone(i).parent;
+        }
+        None
+    })
 }
 
 /// Solves with `method` and checks the contract: refused exactly when [`unsupported`] says so,
@@ -421,6 +443,46 @@ proptest! {
         for method in Method::ALL {
             if let Err(e) = solve_within_contract(method, &b.problem, &b.start, settings()) {
                 prop_assert!(false, "{e}");
+            }
+        }
+    }
+
+    /// With bones that may stretch (random `stretch` on random bones, a random start length for
+    /// some): every method keeps the contract; the methods without a length unknown refuse exactly
+    /// the problems where such a bone carries a goal, and those with one (`dls`, `fabrik`, the
+    /// Jacobian family) return one length scale per bone, 1 for every bone that does not stretch.
+    #[test]
+    fn every_method_keeps_the_contract_with_stretch(
+        c in case(6),
+        tree in any::<bool>(),
+        limited in any::<bool>(),
+        stretch in prop::collection::vec(prop_oneof![2 => Just(0.0), 1 => 0.05..=1.0f64], 6),
+        start_scale in prop::collection::vec(prop_oneof![3 => Just(1.0), 1 => 0.5..2.0f64], 6),
+    ) {
+        let b = build_case(&c, if tree { Shape::Tree } else { Shape::Chain }, limited);
+        let mut rig = b.problem.rig().clone();
+        let n = rig.len();
+        for (i, &s) in stretch.iter().enumerate().take(n) {
+            let limit = JointLimit { stretch: s, ..rig.bone(i).limit };
+            rig.set_limit(i, limit).unwrap();
+        }
+        let goals = b.problem.goals().to_vec();
+        let mut problem = Problem::new(rig, goals, b.problem.root()).unwrap();
+        problem.set_reference(b.problem.reference()).unwrap();
+        let start = Pose { scales: (0..n).map(|i| if stretch[i] > 0.0 { start_scale[i] } else { 1.0 }).collect(), ..b.start.clone() };
+        for method in Method::ALL {
+            match solve_within_contract(method, &problem, &start, settings()) {
+                Err(e) => prop_assert!(false, "{e}"),
+                Ok(None) => {}
+                Ok(Some(sol)) => {
+                    if problem.stretches() {
+                        prop_assert_eq!(sol.pose.scales.len(), n, "{}", method.name());
+                    }
+                    // A bone no goal moves keeps its start length.
+                    for i in (0..n).filter(|i| !problem.topology().active.contains(i)) {
+                        prop_assert_eq!(sol.pose.scale(i), start.scale(i), "{}: bone {}", method.name(), i);
+                    }
+                }
             }
         }
     }
@@ -616,7 +678,7 @@ fn a_straight_chain_with_its_target_on_its_axis_gives_finite_poses() {
 #[test]
 fn triangulation_reaches_a_target_on_the_root() {
     let rig = straight_chain(5);
-    let bent = Pose { rotations: (0..5).map(|i| DQuat::from_rotation_x(0.3 * i as f64)).collect(), root_translation: DVec3::ZERO };
+    let bent = Pose::new((0..5).map(|i| DQuat::from_rotation_x(0.3 * i as f64)).collect(), DVec3::ZERO);
     for start in [Pose::rest(5), bent] {
         let problem = Problem::new(rig.clone(), vec![Goal::new(4, DVec3::ZERO)], RootMode::Pinned).unwrap();
         let sol = solve_within_contract(Method::Triangulation, &problem, &start, settings()).unwrap().unwrap();
@@ -658,6 +720,11 @@ fn unsupported_set_ups_are_typed_errors() {
         r.set_limit(1, JointLimit { stiffness: 0.3, ..JointLimit::FREE }).unwrap();
         r
     };
+    let stretchy = {
+        let mut r = rig.clone();
+        r.set_limit(1, JointLimit { stretch: 0.5, ..JointLimit::FREE }).unwrap();
+        r
+    };
     let target = DVec3::new(1.0, 2.0, 0.5);
     let two_goals = Problem::new(tree.clone(), vec![Goal::new(3, target), Goal::new(4, DVec3::new(-1.0, 2.0, 0.0))], RootMode::Pinned).unwrap();
     let cases: Vec<(Method, Problem, &str)> = vec![
@@ -675,6 +742,9 @@ fn unsupported_set_ups_are_typed_errors() {
             Problem::new(tree, vec![Goal::new(3, target).with_pole(DVec3::Z, 0.0), Goal::new(4, DVec3::new(-1.0, 2.0, 0.0))], RootMode::Pinned).unwrap(),
             "pole",
         ),
+        (Method::FabrikClassic, Problem::new(stretchy.clone(), vec![Goal::new(3, target)], RootMode::Pinned).unwrap(), "stretch"),
+        (Method::Ccd, Problem::new(stretchy.clone(), vec![Goal::new(3, target)], RootMode::Pinned).unwrap(), "stretch"),
+        (Method::Triangulation, Problem::new(stretchy.clone(), vec![Goal::new(3, target)], RootMode::Pinned).unwrap(), "stretch"),
     ];
     for (method, problem, needle) in cases {
         let start = Pose::rest(problem.rig().len());
@@ -695,6 +765,20 @@ fn unsupported_set_ups_are_typed_errors() {
     for method in [Method::FabrikClassic, Method::Ccd] {
         let sol = solve_within_contract(method, &two_goals, &Pose::rest(5), settings()).unwrap();
         assert!(sol.is_some(), "{}", method.name());
+    }
+    // A stretchy bone that carries no goal (the effector bone of a goal on its head) is no
+    // reason to refuse.
+    for method in [Method::FabrikClassic, Method::Ccd, Method::Triangulation] {
+        let head = Problem::new(stretchy.clone(), vec![Goal { use_tail: false, ..Goal::new(1, DVec3::new(0.5, 0.8, 0.2)) }], RootMode::Pinned).unwrap();
+        let sol = solve_within_contract(method, &head, &Pose::rest(4), settings()).unwrap();
+        assert!(sol.is_some(), "{}", method.name());
+    }
+    // The methods with a length unknown stretch a chain toward a target beyond its rigid reach.
+    let far = Problem::new(stretchy, vec![Goal::new(3, DVec3::new(0.0, 6.0, 0.0))], RootMode::Pinned).unwrap();
+    for method in [Method::Fabrik, Method::Dls, Method::JacobianTranspose, Method::JacobianPinv, Method::SvdDls, Method::Sdls] {
+        let s = SolveSettings { max_iterations: 1000, ..settings() };
+        let sol = solve_within_contract(method, &far, &Pose::rest(4), s).unwrap().unwrap();
+        assert!(sol.pose.scale(1) > 2.5, "{}: scale {} ({:?}, residual {:e})", method.name(), sol.pose.scale(1), sol.stop, sol.worst_residual());
     }
 }
 

@@ -202,6 +202,7 @@ fn chain10_constrained_reaches_targets_inside_its_limits() {
         let truth = Pose {
             rotations: rig.bones().iter().map(|b| b.limit.clamp(rng.rotation(1.2))).collect(),
             root_translation: DVec3::ZERO,
+            scales: Vec::new(),
         };
         let target = rig.forward(&truth).tails[9];
         let mut p = lp.problem.clone();
@@ -231,6 +232,7 @@ fn chain10_constrained_limits_that_do_not_bind_change_nothing() {
     let mut in_limit_pose = |angle: f64| Pose {
         rotations: rig.bones().iter().map(|b| b.limit.clamp(rng.rotation(angle))).collect(),
         root_translation: DVec3::ZERO,
+        scales: Vec::new(),
     };
     let (mut same, mut binding, n) = (0, 0, 200);
     for _ in 0..n {

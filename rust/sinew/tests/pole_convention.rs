@@ -106,6 +106,7 @@ fn the_turn_is_measured_on_the_start_pose() {
     let start = Pose {
         rotations: vec![DQuat::from_rotation_y(0.5), DQuat::from_rotation_x(0.3)],
         root_translation: DVec3::ZERO,
+        scales: Vec::new(),
     };
     let knee = problem.rig().forward(&solve(&problem, settings, &start).pose).heads[1];
     // Blender 5.0.1 from the same pose (its own solve stops 1.4e-4 short of the target here).

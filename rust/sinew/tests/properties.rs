@@ -55,6 +55,7 @@ impl LimitSpec {
             stiffness: self.stiffness,
             // Above 0.5, per axis: as stiff about X, half as stiff about Y, free about Z.
             stiffness_axes: (self.stiffness > 0.5).then_some([self.stiffness, 0.5 * self.stiffness, 0.0]),
+            stretch: 0.0,
         }
     }
 }
@@ -185,7 +186,7 @@ fn pose_in_limits(rig: &Rig, rotvecs: &[DVec3], base: &Pose) -> Pose {
             }
         })
         .collect();
-    Pose { rotations, root_translation: base.root_translation }
+    Pose { rotations, root_translation: base.root_translation, scales: Vec::new() }
 }
 
 fn leaves(rig: &Rig) -> Vec<usize> {
@@ -264,7 +265,7 @@ struct Built {
 fn build_case(c: &Case, shape: Shape, limits: Limits) -> Built {
     let rig = build_rig(&c.bones, shape, limits);
     let n = rig.len();
-    let rest = Pose { rotations: vec![DQuat::IDENTITY; n], root_translation: c.root_translation };
+    let rest = Pose { rotations: vec![DQuat::IDENTITY; n], root_translation: c.root_translation, scales: Vec::new() };
     // The start is inside every limit: bones no goal moves keep their start rotation, so a start
     // outside a limit would be returned outside it (by design; see `inactive_bones_keep_...`).
     let start = match &c.start {
@@ -349,6 +350,32 @@ proptest! {
         }
     }
 
+    /// The same with some bones that may stretch (`JointLimit::stretch`), every method, with and
+    /// without a reference pose: rigid bones keep their lengths exactly (scale 1), stretchy ones
+    /// scale within the bounds, offsets follow their parent's scale, and everything else above
+    /// holds.
+    #[test]
+    fn any_stretchy_solve_keeps_rigid_lengths_finite_and_within_limits(c in case(8), tree in any::<bool>(), reference in any::<bool>()) {
+        let shape = if tree { Shape::Tree } else { Shape::Chain };
+        let mut b = build_case(&c, shape, Limits::All);
+        let mut rig = b.problem.rig().clone();
+        for (i, spec) in c.bones.iter().enumerate() {
+            if spec.parent_sel % 3 != 0 {
+                let limit = JointLimit { stretch: (spec.length * 7.3).fract(), ..rig.bone(i).limit };
+                rig.set_limit(i, limit).unwrap();
+            }
+        }
+        b.problem = Problem::new(rig, b.problem.goals().to_vec(), b.problem.root()).unwrap();
+        if reference {
+            b.problem.set_reference(Some(&b.start)).unwrap();
+        }
+        for solver in [&mut Fabrik::new(settings()) as &mut dyn Solver, &mut Dls::new(settings())] {
+            if let Err(e) = solve_within_contract(solver, &b) {
+                prop_assert!(false, "{} (stretches: {}): {e}", solver.name(), b.problem.stretches());
+            }
+        }
+    }
+
     /// A solve that does not reach every goal never ends farther from its goals than it started
     /// (weighted squared distances; goals without poles or orientations, whose swivel or frame
     /// this error leaves out): a start better than anything the solver finds is kept.
@@ -420,7 +447,7 @@ proptest! {
         }
         let rig = build_rig(&bones, Shape::Chain, Limits::None);
         let n = rig.len();
-        let base = Pose { rotations: vec![DQuat::IDENTITY; n], root_translation };
+        let base = Pose { rotations: vec![DQuat::IDENTITY; n], root_translation, scales: Vec::new() };
         let start = match start {
             Some(v) => pose_in_limits(&rig, &v, &base),
             None => base,
@@ -626,7 +653,7 @@ fn bone_aimed_straight_back_respects_its_twist_limit() {
     let problem =
         Problem::new(Rig::new(vec![bone]).unwrap(), vec![Goal::new(0, DVec3::new(0.0, -2.0, 0.0))], RootMode::Pinned)
             .unwrap();
-    let start = Pose { rotations: vec![DQuat::from_rotation_y(0.35)], root_translation: DVec3::ZERO };
+    let start = Pose { rotations: vec![DQuat::from_rotation_y(0.35)], root_translation: DVec3::ZERO, scales: Vec::new() };
     let sol = Fabrik::new(SolveSettings::default()).solve(&problem, &start).unwrap();
     let v = limit.violation(sol.pose.rotations[0]);
     assert!(v <= 1e-9, "{:?} is {v} rad outside the twist range", sol.pose.rotations[0]);
@@ -694,6 +721,7 @@ fn two_bone_offset_chain_converges_within_the_default_cap() {
     let start = Pose {
         rotations: vec![from_rotation_vector(DVec3::new(0.0, 0.0, -2.4515410060719893)), DQuat::IDENTITY],
         root_translation: DVec3::ZERO,
+        scales: Vec::new(),
     };
     let problem = Problem::new(rig, vec![Goal::new(1, target)], RootMode::Pinned).unwrap();
     let sol = Fabrik::new(SolveSettings::default()).solve(&problem, &start).unwrap();
@@ -900,7 +928,7 @@ fn two_branch_tree_reaches_jointly_reachable_targets() {
     for truth in
         [[x(0.3), z(0.5), x(0.4), z(-0.6), x(0.5)], [x(0.5), z(1.0), DQuat::IDENTITY, z(-1.0), DQuat::IDENTITY]]
     {
-        let f = rig.forward(&Pose { rotations: truth.to_vec(), root_translation: DVec3::ZERO });
+        let f = rig.forward(&Pose { rotations: truth.to_vec(), root_translation: DVec3::ZERO, scales: Vec::new() });
         let problem =
             Problem::new(rig.clone(), vec![Goal::new(2, f.tails[2]), Goal::new(4, f.tails[4])], RootMode::Pinned)
                 .unwrap();
@@ -991,11 +1019,13 @@ fn two_bone_offset_chain_reaches_a_reachable_target() {
             from_rotation_vector(DVec3::new(-2.6243141811145496, -2.8785220901933393, -1.6163407848090887)),
         ],
         root_translation: DVec3::ZERO,
+        scales: Vec::new(),
     };
     let target = rig.forward(&truth).tails[1];
     let start = Pose {
         rotations: vec![from_rotation_vector(DVec3::new(0.0, 0.0, 1.6557150570555985)), DQuat::IDENTITY],
         root_translation: DVec3::ZERO,
+        scales: Vec::new(),
     };
     let problem = Problem::new(rig, vec![Goal::new(1, target)], RootMode::Pinned).unwrap();
     let sol = Fabrik::new(SolveSettings { max_iterations: 1000, ..settings() }).solve(&problem, &start).unwrap();

@@ -26,6 +26,7 @@ fn reachable_targets(problem: &Problem, start: &Pose, rng: &mut Rng, angle: f64)
     let pose = Pose {
         rotations: start.rotations.iter().enumerate().map(|(i, &q)| rig.bone(i).limit.clamp(rng.rotation(angle) * q)).collect(),
         root_translation: start.root_translation,
+        scales: Vec::new(),
     };
     let f = rig.forward(&pose);
     problem.goals().iter().map(|g| f.effector(g.bone, g.use_tail)).collect()
@@ -223,7 +224,7 @@ fn a_sequence_s_frames_are_the_single_solves_from_their_references() {
         for (f, s) in sequence.iter().enumerate() {
             let mut p = lp.problem.clone();
             set_targets(&mut p, &targets[f * goals..(f + 1) * goals]);
-            let reference = Pose { rotations: references[f * n..(f + 1) * n].to_vec(), root_translation: lp.pose.root_translation };
+            let reference = Pose { rotations: references[f * n..(f + 1) * n].to_vec(), root_translation: lp.pose.root_translation, scales: Vec::new() };
             p.set_reference(Some(&reference)).unwrap();
             let single = method.solver(lp.settings).unwrap().solve(&p, &reference).unwrap();
             assert!(s.reached && single.reached, "{method:?} frame {f}");
@@ -241,7 +242,7 @@ fn an_orientation_goal_counts_once_its_position_is_met() {
         .map(|i| Bone { name: format!("b{i}"), parent: i.checked_sub(1), rest_head: if i == 0 { DVec3::ZERO } else { DVec3::Y }, rest_rotation: DQuat::IDENTITY, length: 1.0, limit: JointLimit::FREE })
         .collect();
     let rig = Rig::new(bones).unwrap();
-    let start = Pose { rotations: vec![DQuat::from_rotation_z(0.3), DQuat::from_rotation_z(-0.5), DQuat::from_rotation_x(0.4)], root_translation: DVec3::ZERO };
+    let start = Pose { rotations: vec![DQuat::from_rotation_z(0.3), DQuat::from_rotation_z(-0.5), DQuat::from_rotation_x(0.4)], root_translation: DVec3::ZERO, scales: Vec::new() };
     let f = rig.forward(&start);
     // Turning the whole chain 1 rad about the line from its root to its tip keeps the tip where
     // it is: the orientation it gives the last bone is reachable.
@@ -277,7 +278,7 @@ fn a_start_outside_a_limit_is_clamped_first() {
         Bone { name: "shin".into(), parent: Some(0), rest_head: DVec3::new(0.0, 0.45, 0.0), rest_rotation: DQuat::IDENTITY, length: 0.42, limit: knee },
     ];
     let rig = Rig::new(bones).unwrap();
-    let start = Pose { rotations: vec![DQuat::from_rotation_x(0.2), DQuat::from_rotation_x(-0.5)], root_translation: DVec3::ZERO };
+    let start = Pose { rotations: vec![DQuat::from_rotation_x(0.2), DQuat::from_rotation_x(-0.5)], root_translation: DVec3::ZERO, scales: Vec::new() };
     let target = rig.forward(&start).tails[1];
     for reference in [false, true] {
         for method in METHODS {

@@ -97,6 +97,7 @@ class _LimitDict(TypedDict):
     locked: bool
     stiffness: float
     stiffness_axes: tuple[float, float, float]
+    stretch: float
 
 class _LimitState(TypedDict):
     swing: tuple[float, float, float, float]
@@ -197,15 +198,22 @@ class Rig:
         ``ik_stiffness_x/y/z``): the damped-least-squares steps weight each local axis by
         ``1 - stiffness``; FABRIK's own steps use the largest."""
 
+    def set_stretch(self, bone: _Bone, stretch: float) -> None:
+        """How readily the bone changes length, in [0, 1], as Blender's ``ik_stretch``: 0 (the
+        default) keeps it rigid; above 0 a solve may scale it along its own Y (its length, and
+        its children's offsets with it), weighted as Blender's IK weights its stretch. A solve
+        then returns a length scale per bone (``Solution.scales``). Raises LimitError (nothing
+        changes) or UnknownBoneError."""
+
     def clear_limits(self, bone: _Bone) -> None:
-        """Removes every limit (swing, twist, lock, stiffness) from the bone."""
+        """Removes every limit (swing, twist, lock, stiffness) and the stretch from the bone."""
 
     def limit(self, bone: _Bone) -> _LimitDict:
         """The bone's limits: ``{"swing": "free"|"cone"|"hinge", "cone": (x_pos, x_neg, z_pos,
         z_neg) | None, "cone_shape": "rotation_vector"|"blender"|None (the plane the cone's
         ellipses live in: ``set_cone_limit`` or ``set_cone_limit_blender``), "twist": (min, max) |
         None, "hinge": ((x, y, z), min, max) | None, "locked": bool, "stiffness": float (the
-        largest), "stiffness_axes": (x, y, z)}``."""
+        largest), "stiffness_axes": (x, y, z), "stretch": float}``."""
 
     def limit_violation(self, bone: _Bone, rotation_wxyz: Sequence[float] | _ArrayLike) -> float:
         """How far the local rotation ``(w, x, y, z)`` is outside the bone's limit, as an angle in
@@ -235,10 +243,14 @@ class Rig:
         self,
         rotations: _ArrayLike | None = None,
         root_translation: Sequence[float] | _ArrayLike | None = None,
+        scales: _ArrayLike | None = None,
     ) -> tuple[_F64, _F64, _F64]:
         """Rig-space ``(heads (N, 3), tails (N, 3), world rotations (N, 4) wxyz)`` for local
-        rotations (N, 4) wxyz (rest pose if None) and bone 0's translation (3,) in its rest frame
-        (Blender's ``location``). Raises ShapeError or NonFiniteError."""
+        rotations (N, 4) wxyz (rest pose if None), bone 0's translation (3,) in its rest frame
+        (Blender's ``location``) and length scales (N,) (every bone at 1 if None; a bone's tail
+        at its length times its scale, its children's heads at their rest offsets times it).
+        Raises ShapeError, NonFiniteError or LimitError (a scale other than 1 on a bone whose
+        stretch is 0, or outside [1e-3, 1e3])."""
 
 @final
 class Goal:
@@ -327,6 +339,12 @@ class Solution:
         """(3,) bone 0's translation in its rest frame (Blender's ``location``)."""
 
     @property
+    def scales(self) -> _F64:
+        """(N,) length scale per bone: 1 for every bone that kept its length (every bone of a rig
+        without stretch). In Blender terms bone ``i``'s uniform pose scale is ``scales[i] /
+        scales[parent]``, as Blender's IK shows a stretched bone."""
+
+    @property
     def iterations(self) -> int:
         """Iterations used."""
 
@@ -371,6 +389,10 @@ class SequenceResult:
     @property
     def root_translations(self) -> _F64:
         """(F, 3) bone 0's translation per frame."""
+
+    @property
+    def scales(self) -> _F64:
+        """(F, N) length scale per frame and bone (see ``Solution.scales``)."""
 
     @property
     def residuals(self) -> _F64:
@@ -436,6 +458,8 @@ class Solver:
         root: _RootMode = "pinned",
         reference: _ArrayLike | None = None,
         reference_root_translation: Sequence[float] | _ArrayLike | None = None,
+        scales: _ArrayLike | None = None,
+        reference_scales: _ArrayLike | None = None,
     ) -> Solution:
         """Solves one pose.
 
@@ -451,6 +475,10 @@ class Solver:
                 frame). The rest pose if None (and no ``reference_root_translation``).
             reference_root_translation: (3,) the reference's bone 0 translation (used with
                 ``root="free"``); zero if None.
+            scales: (N,) start length scales (1 for a bone whose stretch is 0); every bone at 1
+                if None.
+            reference_scales: (N,) the reference's length scales, where stretchy bones' lengths
+                fall back to; every bone at 1 if None.
 
         Raises GoalError, ShapeError, NonFiniteError, SettingsError or UnknownBoneError, and
         UnsupportedError when the method cannot honour the problem (e.g. ``"triangulation"``
@@ -470,6 +498,8 @@ class Solver:
         reference: _ArrayLike | None = None,
         reference_root_translation: Sequence[float] | _ArrayLike | None = None,
         references: _ArrayLike | None = None,
+        scales: _ArrayLike | None = None,
+        reference_scales: _ArrayLike | None = None,
     ) -> SequenceResult:
         """Solves F frames, each warm-started from the previous frame's solution (frame 0 from
         ``pose``), so rotations are sign-continuous frame to frame.

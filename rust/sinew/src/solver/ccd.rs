@@ -2,7 +2,7 @@
 
 use glam::{DQuat, DVec3};
 
-use super::prepare::{IterationStart, refuse_tree_poles};
+use super::prepare::{IterationStart, refuse_stretch, refuse_tree_poles};
 use super::{Solution, SolveSettings, Solver, StopReason, begin_solve, settle};
 use crate::error::Result;
 use crate::geometry::{EPS_LEN, angle_between, fit_rotation, shortest_arc, twist_angle};
@@ -91,10 +91,11 @@ impl Solver for Ccd {
 
     /// # Errors
     /// As [`Solver::solve`], and [`crate::Error::Unsupported`] for a pole on a chain another goal
-    /// also moves.
+    /// also moves, or a bone that may stretch carrying a goal (`solver/prepare.rs`).
     fn solve(&mut self, problem: &Problem, start: &Pose) -> Result<Solution> {
         let settings = begin_solve(&self.settings, problem, start, &mut self.start_locals)?;
         refuse_tree_poles(problem, self.name())?;
+        refuse_stretch(problem, self.name())?;
         let rig = problem.rig();
         let mut pose = Pose::default();
         self.start.prepare(problem, start, &self.start_locals, settings.tolerance, &mut pose, &mut self.frames);

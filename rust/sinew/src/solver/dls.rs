@@ -50,7 +50,7 @@ impl Solver for Dls {
     fn solve(&mut self, problem: &Problem, start: &Pose) -> Result<Solution> {
         // (A start outside a limit is brought inside first: the steps keep every pose inside.)
         let settings = begin_solve(&self.settings, problem, start, &mut self.start_locals)?;
-        let mut pose = Pose { rotations: self.start_locals.clone(), root_translation: start.root_translation };
+        let mut pose = Pose { rotations: self.start_locals.clone(), root_translation: start.root_translation, scales: super::start_scales(problem, start) };
         let out = if problem.reference().is_some() {
             effective_reference(problem, &pose, &mut self.reference, &mut self.reference_frames);
             // From the start when it is near the answer (tracking), else from the reference.

@@ -7,8 +7,8 @@
 //! transpose by construction, the others as sums of right singular vectors `vᵢ = Jᵀuᵢ/σᵢ`).
 //! Everything else is [`DlsSteps`]' (`jacobian.rs`), so the methods are compared on equal
 //! terms with `dls` and FABRIK's finish: the same unknowns (three world axes per bone, a hinge's
-//! axis, the two swing axes of a bone whose twist is locked, the free root's translation, each
-//! scaled by the bone's stiffness gain), the same residual rows (positions, orientations scaled
+//! axis, the two swing axes of a bone whose twist is locked, the length of a bone that may
+//! stretch, the free root's translation, each scaled by the bone's stiffness or stretch gain), the same residual rows (positions, orientations scaled
 //! by the chain's reach, with `√weight`, poles kept in trees), and limits clamped after every
 //! step with the clamped direction blocked for the following steps, as `dls` does.
 //!
@@ -165,7 +165,7 @@ impl<R: Rule> Explicit<R> {
     pub fn solve(&mut self, problem: &Problem, start: &Pose) -> Result<Solution> {
         let settings = begin_solve(&self.settings, problem, start, &mut self.start_locals)?;
         let rig = problem.rig();
-        let mut pose = Pose { rotations: self.start_locals.clone(), root_translation: start.root_translation };
+        let mut pose = Pose { rotations: self.start_locals.clone(), root_translation: start.root_translation, scales: super::start_scales(problem, start) };
         let mut frames = rig.forward(&pose);
         if problem.reference().is_some() {
             effective_reference(problem, &pose, &mut self.reference, &mut self.reference_frames);
@@ -176,11 +176,11 @@ impl<R: Rule> Explicit<R> {
             // Blender's pole turn before the iterations, on each lone chain not already there.
             for (gi, g) in problem.goals().iter().enumerate() {
                 if g.pole.is_some() && problem.topology().is_lone_chain(gi) && !problem.goal_met(gi, &frames, settings.tolerance) {
-                    turn_chain_toward_pole(problem, gi, &mut pose.rotations, &mut frames);
+                    turn_chain_toward_pole(problem, gi, &mut pose.rotations, &pose.scales, &mut frames);
                 }
             }
         }
-        let m = self.steps.start_explicit(problem, &pose);
+        let m = self.steps.start_explicit(problem, &mut pose);
         let reach = problem.topology().chain_reach.iter().copied().fold(0.0, f64::max);
         let mut iterations = 0;
         let stop = loop {

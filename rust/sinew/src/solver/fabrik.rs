@@ -93,6 +93,12 @@ const SUB_BASE_DAMPING: f64 = 1.0;
 /// Gauss–Newton rounds for a sub-base's rotation in the backward stage.
 const SUB_BASE_ROUNDS: usize = 8;
 
+/// The sum of a solution's squared goal distances (how [`Fabrik::solve_stretching`] compares
+/// answers that miss).
+fn squared_residual(s: &Solution) -> f64 {
+    s.residuals.iter().map(|r| r * r).sum()
+}
+
 /// FABRIK hands over to the damped-least-squares finish ([`super::jacobian`]) when an iteration
 /// leaves more than this fraction of the unmet distance it started with (every target being
 /// within reach). FABRIK's big first steps place the limbs and decide their bend; after that its
@@ -181,15 +187,20 @@ impl Solver for Fabrik {
     /// then move its answer to the pose nearest the reference. Targets out of reach keep FABRIK's
     /// straightened chains. Without a reference, FABRIK's own solve from the start (the least
     /// motion from it).
+    ///
+    /// Where bones may stretch ([`Problem::stretches`]), see `Fabrik::solve_stretching`.
     fn solve(&mut self, problem: &Problem, start: &Pose) -> Result<Solution> {
+        if problem.stretches() && !problem.goals().is_empty() {
+            return self.solve_stretching(problem, start);
+        }
         let settings = begin_solve(&self.settings, problem, start, &mut self.start_locals)?;
         if problem.goals().is_empty() || problem.reference().is_none() {
             // Without a reference, the least motion from the start: FABRIK's own solve.
             return self.solve_reaching(problem, start, settings);
         }
         let rig = problem.rig();
-        effective_reference(problem, &Pose { rotations: self.start_locals.clone(), root_translation: start.root_translation }, &mut self.reference, &mut self.reference_frames);
-        let start_pose = Pose { rotations: self.start_locals.clone(), root_translation: start.root_translation };
+        let start_pose = Pose { rotations: self.start_locals.clone(), root_translation: start.root_translation, scales: start.scales.clone() };
+        effective_reference(problem, &start_pose, &mut self.reference, &mut self.reference_frames);
         rig.forward_into(&start_pose, &mut self.frames);
         let tol = settings.tolerance;
         let mut spent = 0;
@@ -224,12 +235,92 @@ impl Solver for Fabrik {
 }
 
 impl Fabrik {
+    /// A problem some of whose bones may stretch ([`Problem::stretches`]). FABRIK's own passes
+    /// place joints at fixed distances, so they run with every stretchy bone at its rest length;
+    /// the damped-least-squares steps, whose unknowns include those lengths (weighted as
+    /// Blender's IK weights its stretch, `jacobian::stretch_gain`), do the stretching:
+    /// - with a reference, as without stretch: the steps toward the pose nearest it among those
+    ///   that meet the goals, lengths included (a bone stretches where its weight makes that
+    ///   nearer than turning: little within reach, as far as needed beyond it), from the start
+    ///   when it is near the answer, else from the reference; where they stall, FABRIK reaches
+    ///   with rigid bones (straightening toward targets out of reach) and the steps go on from
+    ///   its answer;
+    /// - without one: FABRIK's own solve with rigid bones (the least motion from the start), so a
+    ///   target within the rigid chain's reach is reached without stretching; where that falls
+    ///   short, the steps from its answer stretch the bones.
+    ///
+    /// Of the answers tried, the first that meets every goal, else the one nearest the goals.
+    fn solve_stretching(&mut self, problem: &Problem, start: &Pose) -> Result<Solution> {
+        let settings = begin_solve(&self.settings, problem, start, &mut self.start_locals)?;
+        let rig = problem.rig();
+        let tol = settings.tolerance;
+        let scales = super::start_scales(problem, start);
+        let mut rigid = scales.clone();
+        for &b in &problem.topology().stretchy {
+            rigid[b] = 1.0;
+        }
+        let rigid_start = Pose { rotations: start.rotations.clone(), root_translation: start.root_translation, scales: rigid };
+        let stop = |reached: bool, iterations: u32| match () {
+            () if reached => StopReason::Converged,
+            () if iterations >= settings.max_iterations => StopReason::IterationLimit,
+            () => StopReason::Stalled,
+        };
+        let mut spent = 0;
+        let mut stalled = None;
+        if problem.reference().is_some() {
+            let start_pose = Pose { rotations: self.start_locals.clone(), root_translation: start.root_translation, scales };
+            effective_reference(problem, &start_pose, &mut self.reference, &mut self.reference_frames);
+            rig.forward_into(&start_pose, &mut self.frames);
+            // From the start when it is near the answer (tracking), else from the reference.
+            let near = starts_near(problem, &self.frames);
+            let (mut pose, frames) = if near { (start_pose, &self.frames) } else { (self.reference.clone(), &self.reference_frames) };
+            let budget = (settings.max_iterations / 2).max(1);
+            let out = self.dls.refine_toward(problem, &mut pose, Some(frames), &self.reference, tol, budget);
+            spent = out.iterations;
+            settle(problem, &self.start_locals, &mut pose.rotations);
+            let sol = Solution::of_solved(problem, pose, self.dls.frames(), spent, stop(out.reached, spent), tol);
+            if sol.reached {
+                return Ok(sol);
+            }
+            stalled = Some(sol);
+        }
+        let left = SolveSettings { max_iterations: (settings.max_iterations - spent).max(1), ..settings };
+        // (Its own damped-least-squares steps too.)
+        self.dls.set_rigid(true);
+        let reaching = self.solve_reaching(problem, &rigid_start, left);
+        self.dls.set_rigid(false);
+        let mut reaching = reaching?;
+        reaching.iterations += spent;
+        if reaching.pose.scales.is_empty() {
+            reaching.pose.scales.clone_from(&rigid_start.scales);
+        }
+        let left = settings.max_iterations.saturating_sub(reaching.iterations);
+        let mut best = reaching;
+        if (problem.reference().is_some() || !best.reached) && left > 0 {
+            let mut pose = best.pose.clone();
+            let out = match problem.reference() {
+                Some(_) => self.dls.refine_toward(problem, &mut pose, None, &self.reference, tol, left),
+                None => self.dls.refine(problem, &mut pose, None, tol, left),
+            };
+            settle(problem, &self.start_locals, &mut pose.rotations);
+            let iterations = best.iterations + out.iterations;
+            let sol = Solution::of_solved(problem, pose, self.dls.frames(), iterations, stop(out.reached, iterations), tol);
+            if sol.reached || squared_residual(&sol) < squared_residual(&best) {
+                best = sol;
+            }
+        }
+        if let Some(s) = stalled.filter(|s| !best.reached && squared_residual(s) < squared_residual(&best)) {
+            best = Solution { iterations: best.iterations, ..s };
+        }
+        Ok(best)
+    }
+
     /// FABRIK's own solve (module docs): how a solve reaches its targets when the steps from the
     /// start do not, and what straightens chains toward targets out of reach.
     fn solve_reaching(&mut self, problem: &Problem, start: &Pose, settings: SolveSettings) -> Result<Solution> {
         let settings = begin_solve(&settings, problem, start, &mut self.start_locals)?;
         let rig = problem.rig();
-        let mut pose = Pose { rotations: self.start_locals.clone(), root_translation: start.root_translation };
+        let mut pose = Pose { rotations: self.start_locals.clone(), root_translation: start.root_translation, scales: start.scales.clone() };
         rig.forward_into(&pose, &mut self.frames);
 
         let goals = problem.goals();
@@ -297,7 +388,7 @@ impl Fabrik {
             spent = sol.iterations;
             self.start_locals.clear();
             self.start_locals.extend(sol.pose.rotations.iter().map(|&q| crate::geometry::unit_start(q)));
-            pose = Pose { rotations: self.start_locals.clone(), root_translation: sol.pose.root_translation };
+            pose = Pose { rotations: self.start_locals.clone(), root_translation: sol.pose.root_translation, scales: sol.pose.scales.clone() };
             rig.forward_into(&pose, &mut self.frames);
         }
     }
@@ -584,7 +675,7 @@ impl Fabrik {
             first_changed = Some(first_changed.map_or(from, |f: usize| f.min(from)));
         }
         if let Some(from) = first_changed {
-            rig.forward_from(&self.locals, from, &mut self.frames);
+            rig.forward_from(&self.locals, &[], from, &mut self.frames);
         }
     }
 
@@ -867,7 +958,7 @@ impl Fabrik {
                 continue;
             }
             let _ = top;
-            super::reference::turn_chain_toward_pole(problem, gi, &mut self.locals, &mut self.frames);
+            super::reference::turn_chain_toward_pole(problem, gi, &mut self.locals, &[], &mut self.frames);
             self.bend_straight_chain_toward_pole(problem, gi, pole.target, tolerance);
         }
     }
@@ -902,7 +993,7 @@ impl Fabrik {
                 let grand = rig.bone(p).parent.map_or(DQuat::IDENTITY, |g| self.frames.rotations[g]);
                 self.locals[p] = rig.bone(p).limit.clamp(rig.local_from_world(p, grand, turned));
             }
-            rig.forward_from(&self.locals, 0, &mut self.frames);
+            rig.forward_from(&self.locals, &[], 0, &mut self.frames);
         }
     }
 

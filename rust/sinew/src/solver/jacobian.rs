@@ -38,7 +38,7 @@ use glam::DQuat;
 use super::gram::GramBlocks;
 use crate::geometry::{angle_between, from_rotation_vector, renormalize, rotation_vector, swing_twist_y};
 use crate::limits::Swing;
-use crate::pose::{Frames, Pose};
+use crate::pose::{Frames, MAX_SCALE, MIN_SCALE, Pose};
 use crate::problem::{Problem, RootMode};
 
 /// Levenberg–Marquardt damping at the start, relative to the Gram matrix's largest diagonal.
@@ -82,10 +82,16 @@ const SETTLED: f64 = 2e-8;
 const SETTLED_NEAR: f64 = 1e-5;
 
 /// The unknowns of one bone (a turn about up to three world axes through its head, scaled by
-/// `gain`), or of the root's translation (`bone: None`, the three world axes).
+/// `gain`), of the root's translation (`bone: None`, the three world axes), or of a stretchy
+/// bone's length (`stretch`: one unknown).
 #[derive(Debug, Clone, Copy)]
 struct Joint {
     bone: Option<usize>,
+    /// For a bone's length (see [`stretch_gain`]): `k`, its tree's extent over its rest length,
+    /// so that a step `x` on this unknown changes the bone's length scale by `gain · k · x` (its
+    /// length by `gain · x` times the tree's extent, as Blender's IK measures a stretch in a tree
+    /// scaled to unit size). `None` for a turn or the root's translation.
+    stretch: Option<f64>,
     /// `1 − stiffness` (the largest of the bone's axes', for per-axis stiffness).
     gain: f64,
     /// Per-axis stiffness: each local axis's `1 − stiffness` over `gain` (X, Y, Z); `None` when
@@ -129,8 +135,10 @@ pub(crate) struct DlsSteps {
     /// Per joint `j`, the goals it moves: `reaches[reach_start[j]..reach_start[j + 1]]`.
     reaches: Vec<usize>,
     reach_start: Vec<usize>,
-    /// Scratch for them: per bone its joint (`usize::MAX`: none), per joint a fill position.
+    /// Scratch for them: per bone its joint (`usize::MAX`: none) and the joint of its length,
+    /// per joint a fill position.
     joint_of_bone: Vec<usize>,
+    stretch_of_bone: Vec<usize>,
     cursor: Vec<usize>,
     /// Aligned with `reaches`: the links at the current pose.
     links: Vec<Link>,
@@ -172,6 +180,8 @@ pub(crate) struct DlsSteps {
     /// How near their limit the steps toward the reference stop ([`SETTLED`] or
     /// [`SETTLED_NEAR`]).
     settled: f64,
+    /// Whether stretchy bones keep their lengths ([`DlsSteps::set_rigid`]).
+    rigid: bool,
 }
 
 /// What a damped-least-squares run did.
@@ -185,6 +195,12 @@ pub(crate) struct DlsOutcome {
 }
 
 impl DlsSteps {
+    /// With `rigid`, the steps keep every bone's length (the stretchy bones' lengths are not
+    /// unknowns): FABRIK's own passes use them so, and stretch only in their finish.
+    pub(crate) fn set_rigid(&mut self, rigid: bool) {
+        self.rigid = rigid;
+    }
+
     /// Refines `pose` (inside every limit; locked bones keep their rotations in it) toward the
     /// goals for at most `max_iterations` steps; `pose` only ever gets better (lower weighted
     /// squared residual). Stops when every goal is within `tolerance`, or at a local
@@ -217,6 +233,7 @@ impl DlsSteps {
         let mut r = self.reference.take().unwrap_or_default();
         r.rotations.clone_from(&reference.rotations);
         r.root_translation = reference.root_translation;
+        r.scales.clone_from(&reference.scales);
         self.reference = Some(r);
         self.run(problem, pose, fk, tolerance, max_iterations)
     }
@@ -225,9 +242,13 @@ impl DlsSteps {
     /// has it): the joints and residual rows of `problem`, the twist each swinging bone keeps
     /// (the reference's, or `pose`'s), nothing blocked, the frames and residual of `pose`.
     /// Returns the number of residual rows and `|r|²`.
-    fn begin(&mut self, problem: &Problem, pose: &Pose, fk: Option<&Frames>) -> (usize, f64) {
+    fn begin(&mut self, problem: &Problem, pose: &mut Pose, fk: Option<&Frames>) -> (usize, f64) {
         let rig = problem.rig();
         self.collect_joints(problem);
+        if !problem.topology().stretchy.is_empty() && !self.rigid && pose.scales.is_empty() {
+            // Lengths are unknowns: one scale per bone (the same forward kinematics).
+            pose.scales.resize(rig.len(), 1.0);
+        }
         // The twist each bone keeps: its reference's, or its start's.
         let twists = self.reference.as_ref().map_or(&pose.rotations, |r| &r.rotations);
         self.kept_twist.clear();
@@ -320,6 +341,7 @@ impl DlsSteps {
             // Field by field: the derived `Pose::clone_from` would allocate anew.
             trial.rotations.clone_from(&pose.rotations);
             trial.root_translation = pose.root_translation;
+            trial.scales.clone_from(&pose.scales);
             let mut largest_turn = self.apply_step(problem, pose, &mut trial, pull_now, false);
             if largest_turn > MAX_TURN {
                 // A long step leaves the linearisation far behind and wanders from the least
@@ -338,6 +360,7 @@ impl DlsSteps {
                 let mut corrected = std::mem::take(&mut self.corrected);
                 corrected.rotations.clone_from(&trial.rotations);
                 corrected.root_translation = trial.root_translation;
+                corrected.scales.clone_from(&trial.scales);
                 self.apply_step(problem, &trial, &mut corrected, 0.0, true);
                 trial_error = evaluate(problem, &self.tree_poles, &corrected, &mut self.trial_frames, &mut self.trial_residual);
                 std::mem::swap(&mut trial, &mut corrected);
@@ -408,6 +431,10 @@ impl DlsSteps {
         self.joints
             .iter()
             .map(|j| match j.bone {
+                Some(b) if j.stretch.is_some() => {
+                    let k = j.stretch.unwrap_or(1.0);
+                    ((reference.scale(b) - pose.scale(b)) / (j.gain * k)).powi(2)
+                }
                 Some(b) if self.swings(rig, b, j) => {
                     let Some(r) = j.ratios else {
                         // Swing only: the angle between the bone's direction and the reference's.
@@ -439,6 +466,12 @@ impl DlsSteps {
         let rig = problem.rig();
         self.toward.clear();
         for joint in &self.joints {
+            if let (Some(b), Some(k)) = (joint.bone, joint.stretch) {
+                // A length: the scale change to the reference's, and its coordinate.
+                let d = reference.scale(b) - pose.scale(b);
+                self.toward.push((DVec3::X * d, [d / (joint.gain * k), 0.0, 0.0]));
+                continue;
+            }
             let (turn, gain) = match joint.bone {
                 // world · local⁻¹ · ref = exp(world · rotvec(local⁻¹ · ref)) · world.
                 Some(b) => (self.frames.rotations[b] * rotation_vector(pose.rotations[b].conjugate() * reference.rotations[b]), joint.gain),
@@ -487,6 +520,15 @@ impl DlsSteps {
     fn subtract_j_toward(&mut self, pull: f64) {
         for (j, joint) in self.joints.iter().enumerate() {
             let (turn, coords) = self.toward[j];
+            if joint.stretch.is_some() {
+                let x = coords[0] * pull;
+                for l in &self.links[self.reach_start[j]..self.reach_start[j + 1]] {
+                    for c in 0..3 {
+                        self.rhs[l.row + c] -= l.lever[c] * x;
+                    }
+                }
+                continue;
+            }
             let x = match joint.bone {
                 Some(_) => turn / joint.gain * pull,
                 None => turn * pull,
@@ -517,12 +559,13 @@ impl DlsSteps {
     }
 
     /// The joints: every unlocked bone some goal moves (three world axes, or its hinge axis),
-    /// then the root's translation when it is free; which goals each moves; the residual rows.
+    /// then each stretchy bone's length (unless [`DlsSteps::set_rigid`]), then the root's
+    /// translation when it is free; which goals each moves; the residual rows.
     fn collect_joints(&mut self, problem: &Problem) {
         let rig = problem.rig();
         let topo = problem.topology();
         let goals = problem.goals();
-        let unknown = |bone: Option<usize>, gain: f64, ratios: Option<[f64; 3]>| Joint { bone, gain, ratios, scales: [1.0; 3], axes: DVec3::AXES, count: 3, world_axes: true };
+        let unknown = |bone: Option<usize>, gain: f64, ratios: Option<[f64; 3]>| Joint { bone, stretch: None, gain, ratios, scales: [1.0; 3], axes: DVec3::AXES, count: 3, world_axes: true };
         // Toward a reference, a bone's turn counts more the shorter the bone is next to the
         // moving bones' mean (its gain is its length over that mean, at least
         // [`SHORT_BONE_GAIN`]): short bones (clavicles, neck and spine segments) turn less, as
@@ -542,27 +585,44 @@ impl DlsSteps {
             let ratios = (sx != sy || sy != sz).then(|| [sx, sy, sz].map(|s| (1.0 - s) / (1.0 - least)));
             self.joints.push(unknown(Some(b), (1.0 - least) * length_weight(b), ratios));
         }
+        // The lengths of stretchy bones (locked ones too: a lock holds the rotation).
+        for &b in topo.stretchy.iter().filter(|_| !self.rigid) {
+            let k = topo.stretch_norm[b] / rig.bone(b).length;
+            self.joints.push(Joint { stretch: Some(k), count: 1, world_axes: false, ..unknown(Some(b), stretch_gain(rig.bone(b).limit.stretch), None) });
+        }
+        // (Last: the explicit methods' unknowns end with the root's translation.)
         if problem.root() == RootMode::Free && topo.active.first() == Some(&0) {
             self.joints.push(unknown(None, 1.0, None));
         }
         // Which goals each joint moves: a goal moves with every bone on its path to the root,
         // and the root's translation moves bone 0's tree (other roots stay where the rest pose
-        // puts them). Per joint in goal order, from one walk up each goal's path (two: count,
-        // then fill).
+        // puts them); a stretchy bone's length moves the goals below it and one on its own tail
+        // (not one on its head). Per joint in goal order, from one walk up each goal's path
+        // (two: count, then fill).
         let root_joint = self.joints.iter().position(|j| j.bone.is_none());
         self.joint_of_bone.clear();
         self.joint_of_bone.resize(rig.len(), usize::MAX);
+        self.stretch_of_bone.clear();
+        self.stretch_of_bone.resize(rig.len(), usize::MAX);
         for (j, joint) in self.joints.iter().enumerate() {
             if let Some(b) = joint.bone {
-                self.joint_of_bone[b] = j;
+                if joint.stretch.is_some() {
+                    self.stretch_of_bone[b] = j;
+                } else {
+                    self.joint_of_bone[b] = j;
+                }
             }
         }
-        let (joint_of_bone, cursor) = (&self.joint_of_bone, &mut self.cursor);
+        let (joint_of_bone, stretch_of_bone, cursor) = (&self.joint_of_bone, &self.stretch_of_bone, &mut self.cursor);
         let walk = |gi: usize, visit: &mut dyn FnMut(usize)| {
             let mut x = Some(goals[gi].bone);
             while let Some(i) = x {
                 if joint_of_bone[i] != usize::MAX {
                     visit(joint_of_bone[i]);
+                }
+                // (A bone's length does not move its own head: a goal on it does not move with it.)
+                if stretch_of_bone[i] != usize::MAX && (goals[gi].use_tail || goals[gi].bone != i) {
+                    visit(stretch_of_bone[i]);
                 }
                 if i == 0
                     && let Some(r) = root_joint
@@ -632,9 +692,9 @@ impl DlsSteps {
         self.pole_links.clear();
         self.pole_start.clear();
         for j in 0..self.joints.len() {
-            let swing_axes = self.joints[j].bone.filter(|&b| !self.twist_free[b]).and_then(|b| self.swing_axes(rig, b));
+            let swing_axes = self.joints[j].bone.filter(|&b| !self.twist_free[b] && self.joints[j].stretch.is_none()).and_then(|b| self.swing_axes(rig, b));
             let joint = &mut self.joints[j];
-            if let Some(b) = joint.bone {
+            if let (Some(b), None) = (joint.bone, joint.stretch) {
                 let world = self.frames.rotations[b];
                 // Per-axis stiffness: the bone's own axes, each scaled by its gain.
                 let own = joint.ratios.map(|r| [world * (DVec3::X * r[0]), world * (DVec3::Y * r[1]), world * (DVec3::Z * r[2])]);
@@ -680,6 +740,14 @@ impl DlsSteps {
             for &gi in &self.reaches[self.reach_start[j]..self.reach_start[j + 1]] {
                 let g = &goals[gi];
                 let w = g.weight.sqrt();
+                if let (Some(b), Some(k)) = (joint.bone, joint.stretch) {
+                    // A length: the bone's point that leads down to the effector (its tail, or the
+                    // next bone's rest head, which its scale carries) moves along with the scale.
+                    let lead = stretch_lead(rig, b, g.bone);
+                    let lever = self.frames.rotations[b] * lead * (joint.gain * w * k);
+                    self.links.push(Link { row: self.goal_rows[gi], lever, spin: None });
+                    continue;
+                }
                 let lever = match joint.bone {
                     Some(b) => (self.frames.effector(g.bone, g.use_tail) - self.frames.heads[b]) * (joint.gain * w),
                     None => DVec3::splat(w),
@@ -691,7 +759,9 @@ impl DlsSteps {
             // (which also moves the top's head, and with it the axis); numerical first-order
             // derivatives, no FK.
             self.pole_start.push(self.pole_links.len());
-            for (p, &gi) in self.tree_poles.iter().enumerate() {
+            // (A length's effect on a swivel is left out: the swivel is measured exactly after
+            // every step, and the turns correct it.)
+            for (p, &gi) in self.tree_poles.iter().enumerate().filter(|_| joint.stretch.is_none()) {
                 let top = pole_top(problem, gi);
                 if joint.bone.is_some_and(|b| b > top) || !self.reaches[self.reach_start[j]..self.reach_start[j + 1]].contains(&gi) {
                     continue;
@@ -774,6 +844,11 @@ impl DlsSteps {
                 // Rows ascend with the goals, so `lb` (b ≤ a) is never below `la`.
                 for (b, lb) in links[..=a].iter().enumerate() {
                     let (ra, rb) = (la.row, lb.row);
+                    if joint.stretch.is_some() {
+                        // One unknown moving the position rows by the lever.
+                        g.add3(ra, rb, outer(la.lever, lb.lever));
+                        continue;
+                    }
                     if joint.bone.is_none() {
                         g.add3(ra, rb, DMat3::from_diagonal(DVec3::splat(la.lever.x * lb.lever.x)));
                         continue;
@@ -847,6 +922,18 @@ impl DlsSteps {
             let links = &self.links[self.reach_start[j]..self.reach_start[j + 1]];
             let poles = &self.pole_links[self.pole_start[j]..self.pole_start[j + 1]];
             let toward = if pull > 0.0 { self.toward[j].0 * pull } else { DVec3::ZERO };
+            if let (Some(b), Some(k)) = (joint.bone, joint.stretch) {
+                // A length: its unknown's step is Σ_goals lever · y_pos; the scale changes by
+                // gain · k times it (and by the pull toward the reference's), within the bounds.
+                let x: f64 = links.iter().map(|l| l.lever.dot(y3(l.row))).sum();
+                let before = pose.scales[b];
+                let after = (before + joint.gain * k * x + toward.x).clamp(MIN_SCALE, MAX_SCALE);
+                trial.scales[b] = after;
+                // (Measured as the change of the bone's length over its tree's extent, the
+                // radian-like size of the unknown.)
+                largest = largest.max((after - before).abs() / k);
+                continue;
+            }
             let Some(b) = joint.bone else {
                 // The root's translation, kept in bone 0's rest frame.
                 let t = links.iter().map(|l| y3(l.row) * l.lever.x).sum::<DVec3>() + poles.iter().map(|p| p.per_axis * y[p.row]).sum::<DVec3>() + toward;
@@ -897,6 +984,37 @@ impl DlsSteps {
     }
 }
 
+/// The gain of a bone's length with [`crate::JointLimit::stretch`] `stretch` (above 0), as
+/// Blender's IK weights its stretch: `IK_SetStiffness(seg, IK_TRANS_Y, 1 − stretch²)` makes the
+/// weight `w = 1 − stiffness`, at least [`STRETCH_WEIGHT_MIN`] (its stiffness is capped at
+/// 0.99: `ik_stretch` 0.1 and 0.01 give the same pose in Blender 5.0, measured). Blender's
+/// steps (`IK_QJacobian`: the columns scaled by `√w`, the step by `w`) move each unknown along
+/// `w^{3/2}` times the gradient, so where they settle is, to first order, the pose nearest the
+/// start in the metric `Σ Δ² / w^{3/2}`; here a metric `Σ (Δ / gain)²`, so the gain is
+/// `w^{3/4}`. Measured in Blender 5.0: a straight two-bone chain pulled past reach shares the
+/// stretch `(w₁ / w₂)^{3/2}` to one (125 to 1 for `ik_stretch` 0.5 against 0.1), as here.
+pub(crate) fn stretch_gain(stretch: f64) -> f64 {
+    (stretch * stretch).max(STRETCH_WEIGHT_MIN).powf(0.75)
+}
+
+/// The least weight Blender's IK gives a stretch (`1 −` its largest stiffness, 0.99).
+pub(crate) const STRETCH_WEIGHT_MIN: f64 = 0.01;
+
+/// The point of bone `b` (in its own frame, at rest length) that carries bone `effector`, which
+/// is `b` or below it: `b`'s tail (`effector` is `b`), else the rest head of the child of `b`
+/// on the way down to `effector`. Scaling `b` moves that point, and with it `effector`'s whole
+/// branch, by the point's rotation times the scale change.
+fn stretch_lead(rig: &crate::rig::Rig, b: usize, effector: usize) -> DVec3 {
+    let mut c = effector;
+    while let Some(p) = rig.bone(c).parent {
+        if p == b {
+            return rig.bone(c).rest_head;
+        }
+        c = p;
+    }
+    DVec3::new(0.0, rig.bone(b).length, 0.0)
+}
+
 /// The Jacobian written out, for the methods that factor it (the transpose, pseudo-inverse, SVD-DLS
 /// and SDLS solvers, `super::explicit`): the same unknowns, rows, limits and clamping loop as the
 /// damped-least-squares steps above, with `J` formed densely and each step given as `Δθ = Jᵀ y`
@@ -904,18 +1022,20 @@ impl DlsSteps {
 impl DlsSteps {
     /// Sets the steps up for `problem` at `pose` (inside every limit) with no reference: swinging
     /// bones keep `pose`'s twist. Returns the number of residual rows `m`.
-    pub(super) fn start_explicit(&mut self, problem: &Problem, pose: &Pose) -> usize {
+    pub(super) fn start_explicit(&mut self, problem: &Problem, pose: &mut Pose) -> usize {
         self.reference = None;
         self.begin(problem, pose, None).0
     }
 
     /// `J` at the current pose, column-major `m × n` into `jac`, and returns `n`, the number of
-    /// unknowns (each bone's axes in joint order, then the root's three translations when it is
-    /// free: [`DlsSteps::translates_root`]). Row `i` is the derivative of residual row `i`
-    /// ([`DlsSteps::residual_rows`], target minus effector) along each unknown, negated: a step
-    /// `Δθ` moves the residual by `−J Δθ` to first order. Column `c` of a bone is `a_c × lever`
-    /// on a goal's position rows and `spin · a_c` on its orientation rows (thesis eq. A-16; the
-    /// levers carry the gain and `√weight`).
+    /// unknowns (each bone's axes in joint order, then one per stretchy bone's length, then the
+    /// root's three translations when it is free: [`DlsSteps::translates_root`]). Row `i` is the
+    /// derivative of residual row `i` ([`DlsSteps::residual_rows`], target minus effector) along
+    /// each unknown, negated: a step `Δθ` moves the residual by `−J Δθ` to first order. Column `c`
+    /// of a bone is `a_c × lever` on a goal's position rows and `spin · a_c` on its orientation
+    /// rows (thesis eq. A-16; the levers carry the gain and `√weight`); a length's column is its
+    /// lever on the position rows of the goals it carries (its unknown is radian-like: the
+    /// length's change over its IK tree's extent, over its gain).
     pub(super) fn dense_jacobian(&mut self, problem: &Problem, jac: &mut Vec<f64>) -> usize {
         self.linearize(problem);
         let m = self.residual.len();
@@ -932,6 +1052,8 @@ impl DlsSteps {
                     let (position, rotation) = match joint.bone {
                         // The root's translation moves a goal's position rows along each axis.
                         None => (DVec3::AXES[c] * l.lever.x, None),
+                        // A length moves them along its lever, and no orientation.
+                        Some(_) if joint.stretch.is_some() => (l.lever, None),
                         Some(_) => (joint.axes[c].cross(l.lever), l.spin.map(|s| joint.axes[c] * s)),
                     };
                     column[l.row..l.row + 3].copy_from_slice(&position.to_array());
@@ -955,7 +1077,7 @@ impl DlsSteps {
     }
 
     /// Whether the last three unknowns are the root's translation (in rig units; every other
-    /// unknown is a turn in radians).
+    /// unknown is a turn in radians, or a stretchy bone's radian-like length).
     pub(super) fn translates_root(&self) -> bool {
         self.joints.last().is_some_and(|j| j.bone.is_none())
     }
@@ -969,6 +1091,7 @@ impl DlsSteps {
         let mut trial = std::mem::take(&mut self.trial);
         trial.rotations.clone_from(&pose.rotations);
         trial.root_translation = pose.root_translation;
+        trial.scales.clone_from(&pose.scales);
         self.apply_step(problem, pose, &mut trial, 0.0, false);
         let error = evaluate(problem, &self.tree_poles, &trial, &mut self.trial_frames, &mut self.trial_residual);
         self.trial = trial;
@@ -1245,6 +1368,7 @@ mod tests {
         let pose = Pose {
             rotations: (0..8).map(|i| DQuat::from_euler(glam::EulerRot::XYZ, 0.1 * i as f64, -0.05 * i as f64, 0.2)).collect(),
             root_translation: DVec3::new(0.05, -0.02, 0.1),
+            scales: Vec::new(),
         };
         let mut pose = pose;
         pose.rotations[3] = DQuat::from_rotation_x(-0.7);
@@ -1262,6 +1386,7 @@ mod tests {
     fn moved_residual(problem: &Problem, pose: &Pose, frames: &Frames, joint: &Joint, c: usize, eps: f64, tree_poles: &[usize], m: usize) -> Vec<f64> {
         let mut p = pose.clone();
         match joint.bone {
+            Some(b) if joint.stretch.is_some() => p.scales[b] += joint.gain * joint.stretch.unwrap_or(1.0) * eps,
             None => p.root_translation += problem.rig().bone(0).rest_rotation.conjugate() * (DVec3::AXES[c] * eps),
             Some(b) => {
                 let world = frames.rotations[b];
@@ -1271,6 +1396,89 @@ mod tests {
         let mut r = vec![0.0; m];
         evaluate(problem, tree_poles, &p, &mut Frames::default(), &mut r);
         r
+    }
+
+    /// The length unknowns of stretchy bones: their columns of `J` (through connected and offset
+    /// children, to tails and heads, beside orientation rows they do not move) and the step they
+    /// take match finite differences of the residual, the scales changing by `gain · k` times it.
+    #[test]
+    fn stretch_columns_match_finite_differences() {
+        let bone = |name: &str, parent: Option<usize>, head: DVec3, rot: DQuat, length: f64, stretch: f64| Bone {
+            name: name.into(),
+            parent,
+            rest_head: head,
+            rest_rotation: rot,
+            length,
+            limit: JointLimit { stretch, ..JointLimit::FREE },
+        };
+        let rig = Rig::new(vec![
+            bone("root", None, DVec3::ZERO, DQuat::from_rotation_x(0.2), 1.0, 0.3),
+            // An offset child: its head moves with the root's scale, off the root's axis.
+            bone("arm", Some(0), DVec3::new(0.2, 0.8, -0.1), DQuat::from_rotation_z(-0.7), 0.8, 0.1),
+            bone("fore", Some(1), DVec3::new(0.0, 0.8, 0.0), DQuat::from_rotation_x(-0.4), 0.6, 1.0),
+            bone("side", Some(0), DVec3::new(-0.2, 1.0, 0.0), DQuat::from_rotation_z(1.2), 0.5, 0.0),
+        ])
+        .unwrap();
+        let goals = vec![
+            Goal::new(2, DVec3::new(1.2, 1.4, 0.3)).with_orientation(DQuat::IDENTITY).with_weight(2.0),
+            // Its head: the arm's scale moves it, its own does not.
+            Goal { use_tail: false, ..Goal::new(2, DVec3::new(0.9, 1.2, 0.2)) },
+            Goal::new(3, DVec3::new(-0.8, 1.3, 0.4)),
+        ];
+        let mut problem = Problem::new(rig, goals, RootMode::Pinned).unwrap();
+        let pose = Pose {
+            rotations: (0..4).map(|i| DQuat::from_euler(glam::EulerRot::XYZ, 0.1 * i as f64, -0.05 * i as f64, 0.2)).collect(),
+            root_translation: DVec3::ZERO,
+            scales: vec![1.1, 0.9, 1.3, 1.0],
+        };
+        let met = problem.rig().forward(&pose).rotations[2];
+        problem.set_orientation(0, Some(met)).unwrap();
+        let mut steps = DlsSteps::default();
+        steps.collect_joints(&problem);
+        assert_eq!(steps.joints.iter().filter(|j| j.stretch.is_some()).count(), 3);
+        // The fore bone's length moves neither the goal on its head nor the side bone.
+        let fore = steps.joints.iter().position(|j| j.stretch.is_some() && j.bone == Some(2)).unwrap();
+        assert_eq!(&steps.reaches[steps.reach_start[fore]..steps.reach_start[fore + 1]], &[0]);
+        let m = 6 + 3 + 3;
+        for v in [&mut steps.residual, &mut steps.rhs, &mut steps.trial_residual] {
+            v.resize(m, 0.0);
+        }
+        steps.layout_gram(&problem, m);
+        steps.blocked = vec![None; 4];
+        evaluate(&problem, &steps.tree_poles, &pose, &mut steps.frames, &mut steps.residual);
+        steps.linearize(&problem);
+        steps.gram_into();
+        let eps = 1e-6;
+        let mut columns = Vec::new();
+        for joint in &steps.joints {
+            for c in 0..joint.count {
+                let plus = moved_residual(&problem, &pose, &steps.frames, joint, c, eps, &steps.tree_poles, m);
+                let minus = moved_residual(&problem, &pose, &steps.frames, joint, c, -eps, &steps.tree_poles, m);
+                columns.push((0..m).map(|i| -(plus[i] - minus[i]) / (2.0 * eps)).collect::<Vec<_>>());
+            }
+        }
+        for i in 0..m {
+            for j in 0..=i {
+                let dense: f64 = columns.iter().map(|col| col[i] * col[j]).sum();
+                let got = steps.gram.get(i, j);
+                assert!((got - dense).abs() < 1e-5 * (1.0 + dense.abs()), "J Jᵀ[{i}][{j}] = {got} but finite differences give {dense}");
+            }
+        }
+        // The step on a length: Jᵀ y, times gain · k on the scale.
+        let y: Vec<f64> = (0..m).map(|i| 1e-3 * ((i as f64 * 1.3).cos())).collect();
+        steps.rhs.copy_from_slice(&y);
+        let mut trial = pose.clone();
+        steps.kept_twist = pose.rotations.iter().map(|&q| swing_twist_y(q).1).collect();
+        steps.apply_step(&problem, &pose, &mut trial, 0.0, false);
+        let mut k = 0;
+        for joint in &steps.joints {
+            if let (Some(b), Some(per)) = (joint.bone, joint.stretch) {
+                let step: f64 = (0..m).map(|i| columns[k][i] * y[i]).sum();
+                let expected = pose.scales[b] + joint.gain * per * step;
+                assert!((trial.scales[b] - expected).abs() < 1e-9, "bone {b}: scale {} but finite differences give {expected}", trial.scales[b]);
+            }
+            k += joint.count;
+        }
     }
 
     #[test]
@@ -1362,11 +1570,43 @@ mod tests {
     #[test]
     fn the_dense_jacobian_is_the_steps_jacobian() {
         let (problem, pose) = torso();
+        dense_jacobian_matches(&problem, pose, 6 + 3 + 3 + 1);
+        // With stretchy bones (a length unknown each, before the free root's translation).
+        let bone = |name: &str, parent: Option<usize>, head: DVec3, length: f64, stretch: f64| Bone {
+            name: name.into(),
+            parent,
+            rest_head: head,
+            rest_rotation: DQuat::from_rotation_z(0.3),
+            length,
+            limit: JointLimit { stretch, ..JointLimit::FREE },
+        };
+        let rig = Rig::new(vec![
+            bone("root", None, DVec3::ZERO, 1.0, 0.3),
+            bone("arm", Some(0), DVec3::new(0.2, 1.0, -0.1), 0.8, 0.7),
+            bone("fore", Some(1), DVec3::new(0.0, 0.8, 0.0), 0.6, 0.0),
+        ])
+        .unwrap();
+        let goals = vec![Goal::new(2, DVec3::new(1.2, 1.9, 0.3)).with_orientation(DQuat::from_rotation_x(0.4)), Goal::new(1, DVec3::new(0.5, 1.5, 0.2))];
+        let mut problem = Problem::new(rig, goals, RootMode::Free).unwrap();
+        let pose = Pose {
+            rotations: (0..3).map(|i| DQuat::from_euler(glam::EulerRot::XYZ, 0.1 * i as f64, -0.2, 0.1)).collect(),
+            root_translation: DVec3::new(0.1, 0.0, -0.1),
+            scales: vec![1.2, 0.8, 1.0],
+        };
+        // (At its orientation: the rotation rows' derivative is `spin · a` there.)
+        let met = problem.rig().forward(&pose).rotations[2];
+        problem.set_orientation(0, Some(met)).unwrap();
+        let steps = dense_jacobian_matches(&problem, pose, 6 + 3);
+        assert_eq!(steps.joints.iter().filter(|j| j.stretch.is_some()).count(), 2);
+    }
+
+    /// [`the_dense_jacobian_is_the_steps_jacobian`] on one problem with `m` rows.
+    fn dense_jacobian_matches(problem: &Problem, mut pose: Pose, rows: usize) -> DlsSteps {
         let mut steps = DlsSteps::default();
-        let m = steps.start_explicit(&problem, &pose);
-        assert_eq!(m, 6 + 3 + 3 + 1);
+        let m = steps.start_explicit(problem, &mut pose);
+        assert_eq!(m, rows);
         let mut jac = Vec::new();
-        let n = steps.dense_jacobian(&problem, &mut jac);
+        let n = steps.dense_jacobian(problem, &mut jac);
         assert_eq!(n, steps.joints.iter().map(|j| j.count).sum::<usize>());
         assert!(steps.translates_root());
         steps.gram_into();
@@ -1380,7 +1620,7 @@ mod tests {
         // A small step: the residual moves by −J Jᵀ y to first order.
         let y: Vec<f64> = (0..m).map(|i| 1e-6 * ((i as f64 * 0.7).cos())).collect();
         let before = steps.residual_rows().to_vec();
-        steps.try_step(&problem, &pose, &y);
+        steps.try_step(problem, &pose, &y);
         let mut after = pose.clone();
         steps.accept_trial(&mut after);
         let jty: Vec<f64> = (0..n).map(|c| (0..m).map(|i| jac[c * m + i] * y[i]).sum()).collect();
@@ -1389,6 +1629,7 @@ mod tests {
             let moved = steps.residual_rows()[i] - before[i];
             assert!((moved - predicted).abs() < 1e-3 * predicted.abs().max(1e-9), "row {i}: moved {moved:e}, J Jᵀ y predicts {predicted:e}");
         }
+        steps
     }
 
     /// The metric toward the reference is the steps' own: at a pose (no blocked direction) the
@@ -1402,6 +1643,7 @@ mod tests {
         let reference = Pose {
             rotations: (0..8).map(|i| DQuat::from_euler(glam::EulerRot::XYZ, -0.07 * i as f64, 0.1, 0.03 * i as f64)).collect(),
             root_translation: DVec3::new(0.3, 0.1, -0.2),
+            scales: Vec::new(),
         };
         let mut reference = reference;
         // The swinging forearm's reference keeps its (locked) twist.
@@ -1452,7 +1694,7 @@ mod tests {
             .unwrap();
             // Reached by bending forward (about X) and sideways (about Z).
             let mut problem = Problem::new(rig, vec![Goal::new(2, DVec3::new(-1.0, 1.6, 1.0))], RootMode::Pinned).unwrap();
-            let rest = Pose { rotations: vec![DQuat::IDENTITY; 3], root_translation: DVec3::ZERO };
+            let rest = Pose { rotations: vec![DQuat::IDENTITY; 3], root_translation: DVec3::ZERO, scales: Vec::new() };
             problem.set_reference(Some(&rest)).unwrap();
             let mut solver = method.solver(SolveSettings::default()).unwrap();
             let solution = solver.solve(&problem, &rest).unwrap();
@@ -1477,6 +1719,7 @@ mod tests {
         let reference = Pose {
             rotations: (0..8).map(|i| DQuat::from_euler(glam::EulerRot::XYZ, -0.07 * i as f64, 0.1, 0.03 * i as f64)).collect(),
             root_translation: DVec3::new(0.3, 0.1, -0.2),
+            scales: Vec::new(),
         };
         steps.reference = Some(reference);
         steps.collect_joints(&problem);

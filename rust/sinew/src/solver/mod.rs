@@ -194,7 +194,10 @@ pub trait Solver: std::fmt::Debug + Send {
     /// Solves `problem` starting from `start`.
     ///
     /// The returned pose never violates a joint limit, and forward kinematics of it preserves
-    /// every bone length and rest offset by construction.
+    /// every bone length and rest offset by construction, except the lengths of bones that may
+    /// stretch ([`crate::JointLimit::stretch`]): a solve of a problem where some do
+    /// ([`Problem::stretches`]) returns one length scale per bone ([`Pose::scales`]), 1 for every
+    /// other bone.
     ///
     /// # Errors
     /// [`Error::ShapeMismatch`] or [`Error::NonFinite`] for a start pose that does not fit the rig.
@@ -220,6 +223,12 @@ pub(crate) fn begin_solve(settings: &SolveSettings, problem: &Problem, start: &P
         if limit.locked { q } else { limit.clamp(q) }
     }));
     Ok(settings)
+}
+
+/// The length scales a solve of `problem` starts from: one per bone where some bone may stretch
+/// (`start`'s, 1 where it has none), else `start`'s as given.
+pub(crate) fn start_scales(problem: &Problem, start: &Pose) -> Vec<f64> {
+    if problem.stretches() && start.scales.is_empty() { vec![1.0; problem.rig().len()] } else { start.scales.clone() }
 }
 
 /// The methods available by name (for the C, Python and command-line adapters).
@@ -394,7 +403,7 @@ pub fn solve_sequence(
     }
     // (Per-frame references give rotations; the root translation stays the problem reference's,
     // or the start's.)
-    let mut reference = problem.reference().cloned().unwrap_or_else(|| Pose { rotations: vec![DQuat::IDENTITY; n], root_translation: start.root_translation });
+    let mut reference = problem.reference().cloned().unwrap_or_else(|| Pose::new(vec![DQuat::IDENTITY; n], start.root_translation));
     let mut pose = problem.checked_pose(start)?;
     // Chains with a pole Blender keeps (no other goal moves their bones) start every frame from
     // `start`, as Blender's IK starts every evaluation from the pose before IK: the pole turn is
@@ -422,6 +431,9 @@ pub fn solve_sequence(
         for (k, &b) in restart.iter().enumerate() {
             previous[k] = pose.rotations[b];
             pose.rotations[b] = first.rotations[b];
+            if !pose.scales.is_empty() {
+                pose.scales[b] = first.scale(b);
+            }
             if b == 0 {
                 pose.root_translation = first.root_translation;
             }

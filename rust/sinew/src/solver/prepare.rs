@@ -15,6 +15,10 @@
 //!   a goal already met there is left as it is. A pole on a chain some other goal also moves has no
 //!   Blender meaning (Blender drops it) and these methods have no step that keeps it: they refuse
 //!   such a problem with [`Error::Unsupported`] ([`refuse_tree_poles`]) rather than ignore it.
+//! - **Stretch.** Their steps place joints at the bones' fixed lengths and have no unknown for
+//!   a length: a problem where a bone that may stretch ([`crate::JointLimit::stretch`] above 0)
+//!   carries a goal's effector is refused with [`Error::Unsupported`] ([`refuse_stretch`]) rather
+//!   than solved rigid. (`dls`, `fabrik` and the Jacobian family solve it.)
 
 use glam::DQuat;
 
@@ -40,6 +44,38 @@ pub(crate) fn refuse_tree_poles(problem: &Problem, method: &str) -> Result<()> {
     }
 }
 
+/// [`Error::Unsupported`] for the first bone that may stretch and carries a goal's effector
+/// (it lies on the goal's path to the root, and is not the effector bone of a goal on its head).
+///
+/// # Errors
+/// As above.
+pub(crate) fn refuse_stretch(problem: &Problem, method: &str) -> Result<()> {
+    let rig = problem.rig();
+    for &b in &problem.topology().stretchy {
+        let carried = problem.goals().iter().position(|g| {
+            let mut x = if g.use_tail { Some(g.bone) } else { rig.bone(g.bone).parent };
+            while let Some(i) = x {
+                if i == b {
+                    return true;
+                }
+                x = rig.bone(i).parent;
+            }
+            false
+        });
+        if let Some(gi) = carried {
+            return Err(Error::Unsupported {
+                method: method.to_owned(),
+                what: format!(
+                    "bone \"{}\" may stretch (stretch {}) and carries goal {gi}: this method keeps every bone's length; set its stretch to 0 or use \"dls\", \"fabrik\" or a Jacobian method",
+                    rig.bone(b).name,
+                    rig.bone(b).limit.stretch
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Scratch space for [`IterationStart::prepare`]: the effective reference and its frames.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct IterationStart {
@@ -56,6 +92,8 @@ impl IterationStart {
         pose.rotations.clear();
         pose.rotations.extend_from_slice(start_locals);
         pose.root_translation = start.root_translation;
+        // (Lengths no goal depends on keep the start's: see [`refuse_stretch`].)
+        pose.scales = super::start_scales(problem, start);
         rig.forward_into(pose, frames);
         if problem.goals().is_empty() {
             return;
@@ -75,7 +113,7 @@ impl IterationStart {
         let mut turned = false;
         for (gi, g) in problem.goals().iter().enumerate() {
             if g.pole.is_some() && topo.is_lone_chain(gi) && !problem.goal_met(gi, frames, tolerance) {
-                turn_chain_toward_pole(problem, gi, &mut pose.rotations, frames);
+                turn_chain_toward_pole(problem, gi, &mut pose.rotations, &pose.scales, frames);
                 turned = true;
             }
         }

@@ -21,13 +21,13 @@ use crate::problem::Problem;
 /// turns it ([`turn_chain_toward_pole`]). A function of the problem alone (and of the locked
 /// bones' start), so every start converges to the same answer.
 pub(crate) fn effective_reference(problem: &Problem, start: &Pose, out: &mut Pose, frames: &mut Frames) {
-    out.root_translation = problem.reference_into(start, &mut out.rotations);
+    out.root_translation = problem.reference_into(start, &mut out.rotations, &mut out.scales);
     let rig = problem.rig();
     rig.forward_into(out, frames);
     let topo = problem.topology();
     for (gi, g) in problem.goals().iter().enumerate() {
         if g.pole.is_some() && topo.is_lone_chain(gi) {
-            turn_chain_toward_pole(problem, gi, &mut out.rotations, frames);
+            turn_chain_toward_pole(problem, gi, &mut out.rotations, &out.scales, frames);
         }
     }
 }
@@ -46,12 +46,13 @@ pub(crate) fn starts_near(problem: &Problem, frames: &Frames) -> bool {
 const NEAR_FRACTION: f64 = 0.05;
 
 /// Blender's pole turn of goal `gi`'s chain (which must have a pole) on the pose whose local
-/// rotations are `locals` and forward kinematics `frames` (both updated): the chain turns
+/// rotations are `locals` (and length scales `scales`, empty for all 1) and forward kinematics
+/// `frames` (both updated): the chain turns
 /// rigidly about its top bone's head by the rotation taking the frame (top head → effector,
 /// `up` = the top bone's `X·cos a + Z·sin a`) to the frame (top head → target, top head →
 /// pole), as `ConstrainPoleVector`. Blender turns past the top bone's limit; Sinew takes the
 /// largest part of the turn within it (none for a locked top bone).
-pub(crate) fn turn_chain_toward_pole(problem: &Problem, gi: usize, locals: &mut [DQuat], frames: &mut Frames) {
+pub(crate) fn turn_chain_toward_pole(problem: &Problem, gi: usize, locals: &mut [DQuat], scales: &[f64], frames: &mut Frames) {
     let rig = problem.rig();
     let g = &problem.goals()[gi];
     let (Some(pole), Some(&top)) = (g.pole, problem.topology().moved[gi].last()) else { return };
@@ -83,7 +84,7 @@ pub(crate) fn turn_chain_toward_pole(problem: &Problem, gi: usize, locals: &mut 
     };
     if t > 0.0 {
         locals[top] = local(t);
-        rig.forward_from(locals, top, frames);
+        rig.forward_from(locals, scales, top, frames);
     }
 }
 

@@ -20,7 +20,8 @@ use crate::problem::Problem;
 ///   Anything else is refused with [`Error::Unsupported`]: several goals (the method "can only be
 ///   applied to problems with a single end effector", TR §3.6.2), an orientation goal, a hinge on a
 ///   bone that moves (the method "cannot accept constrictions on the axis of rotation", §7), a
-///   stiff bone that moves (one pass: a partial turn would only fall short).
+///   stiff bone that moves (one pass: a partial turn would only fall short), a bone that may
+///   stretch carrying the effector (the triangles are the bones' fixed lengths).
 /// - **Alg. 1**, from the chain's top bone to the effector, once (one iteration). At joint `i`
 ///   (the bone's head) with `a` the length of its link (head to the next joint, or to the effector
 ///   point), `b` the length of the rest of the chain straightened, `c` the distance to the target
@@ -122,6 +123,7 @@ impl Triangulation {
                 goals.len()
             ));
         }
+        super::prepare::refuse_stretch(problem, self.name())?;
         let Some(g) = goals.first() else { return Ok(()) };
         if g.orientation.is_some() {
             return refuse("goal 0 has an orientation: the law of cosines places the effector's position only".into());

@@ -47,6 +47,7 @@ pub fn limbs(trunk: usize, limbs: usize, len: usize, chain_length: usize, root: 
             .map(|i| if i < trunk { DQuat::IDENTITY } else { DQuat::from_axis_angle(DVec3::new((i as f64).sin(), 1.0, (i as f64).cos()).normalize(), 0.05) })
             .collect(),
         root_translation: DVec3::ZERO,
+        scales: Vec::new(),
     };
     let at = rig.forward(&bent);
     let goals = tips.iter().map(|&t| Goal { chain_length, ..Goal::new(t, at.effector(t, true)) }).collect();

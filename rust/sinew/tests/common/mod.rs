@@ -110,19 +110,22 @@ pub fn sandwich(q: DQuat, v: DVec3) -> DVec3 {
     DVec3::new(p.x, p.y, p.z)
 }
 
+/// Forward kinematics written independently of the library's: a bone's head sits at its rest
+/// offset scaled by its parent's length scale, its tail at its length times its own.
 pub fn fk(rig: &Rig, pose: &Pose) -> Fk {
     let n = rig.len();
     let mut f = Fk { heads: vec![DVec3::ZERO; n], tails: vec![DVec3::ZERO; n], rotations: vec![DQuat::IDENTITY; n] };
+    let scale = |i: usize| if pose.scales.is_empty() { 1.0 } else { pose.scales[i] };
     for (i, b) in rig.bones().iter().enumerate() {
         let local = pose.rotations[i];
         let (rot, head) = match b.parent {
-            Some(p) => (f.rotations[p] * b.rest_rotation * local, f.heads[p] + sandwich(f.rotations[p], b.rest_head)),
+            Some(p) => (f.rotations[p] * b.rest_rotation * local, f.heads[p] + sandwich(f.rotations[p], b.rest_head * scale(p))),
             None if i == 0 => (b.rest_rotation * local, b.rest_head + sandwich(b.rest_rotation, pose.root_translation)),
             None => (b.rest_rotation * local, b.rest_head),
         };
         f.rotations[i] = rot;
         f.heads[i] = head;
-        f.tails[i] = head + sandwich(rot, DVec3::new(0.0, b.length, 0.0));
+        f.tails[i] = head + sandwich(rot, DVec3::new(0.0, b.length * scale(i), 0.0));
     }
     f
 }
@@ -170,18 +173,33 @@ pub fn check_solution(
             return Err(format!("residual {r}"));
         }
     }
+    // Length scales: none, or one per bone; 1 exactly for a bone that does not stretch, within
+    // the bounds for one that does.
+    if !(pose.scales.is_empty() || pose.scales.len() == rig.len()) {
+        return Err(format!("pose has {} length scales for {} bones", pose.scales.len(), rig.len()));
+    }
+    for (i, &s) in pose.scales.iter().enumerate() {
+        let stretch = rig.bone(i).limit.stretch;
+        if (stretch == 0.0 && s != 1.0) || !(sinew::MIN_SCALE..=sinew::MAX_SCALE).contains(&s) {
+            return Err(format!("bone {i}: length scale {s} (stretch {stretch})"));
+        }
+    }
+    let scale = |i: usize| if pose.scales.is_empty() { 1.0 } else { pose.scales[i] };
     let f = fk(rig, pose);
     for (i, b) in rig.bones().iter().enumerate() {
         let len = (f.tails[i] - f.heads[i]).length();
-        if (len - b.length).abs() > tol_len * b.length.max(1.0) {
-            return Err(format!("bone {i}: length {len} vs {}", b.length));
+        let want = b.length * scale(i);
+        if (len - want).abs() > tol_len * want.max(1.0) {
+            return Err(format!("bone {i}: length {len} vs {want}"));
         }
         if let Some(p) = b.parent {
-            // The child's head in its parent's (unit) frame is the rest offset.
+            // The child's head in its parent's (unit) frame is the rest offset, scaled by the
+            // parent's length scale.
             let pr = f.rotations[p].normalize();
             let off = pr.conjugate() * (f.heads[i] - f.heads[p]);
-            if (off - b.rest_head).length() > tol_len * b.rest_head.length().max(1.0) {
-                return Err(format!("bone {i}: offset {off:?} vs rest {:?}", b.rest_head));
+            let want = b.rest_head * scale(p);
+            if (off - want).length() > tol_len * want.length().max(1.0) {
+                return Err(format!("bone {i}: offset {off:?} vs rest {want:?}"));
             }
         }
     }
@@ -339,6 +357,7 @@ pub fn synth_motion(rig: &Rig, seed: u64, frames: usize, fps: f64) -> Vec<Pose> 
             Pose {
                 rotations: rig.bones().iter().zip(&traj).map(|(b, tr)| tr.at(t, &b.limit)).collect(),
                 root_translation: DVec3::ZERO,
+                scales: Vec::new(),
             }
         })
         .collect()
