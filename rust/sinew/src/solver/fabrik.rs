@@ -1027,24 +1027,9 @@ impl Fabrik {
         }
     }
 
-    /// Fills `self.pulls` with what pulls bone `b`: each active child's head toward its forward
-    /// estimate, and each goal on `b` (its tail or head toward the target). Returns the target
-    /// orientation of a goal on `b`, if one has it.
+    /// Fills `self.pulls` with what pulls bone `b` ([`gather_pulls`]).
     fn gather_pulls(&mut self, problem: &Problem, b: usize) -> Option<DQuat> {
-        let rig = problem.rig();
-        let topo = problem.topology();
-        self.pulls.clear();
-        for &(c, w) in &topo.pulls[b] {
-            self.pulls.push(Pull { local: rig.bone(c).rest_head, target: self.forward_heads[c], weight: w });
-        }
-        let mut orientation = None;
-        for &gi in &topo.effector_goals[b] {
-            let g = &problem.goals()[gi];
-            let local = if g.use_tail { DVec3::new(0.0, rig.bone(b).length, 0.0) } else { DVec3::ZERO };
-            self.pulls.push(Pull { local, target: g.target, weight: g.weight });
-            orientation = orientation.or(g.orientation);
-        }
-        orientation
+        gather_pulls(problem, b, &self.forward_heads, &mut self.pulls)
     }
 
     /// Stage 1: from the effectors inward; sub-bases take the rigid fit of their children's
@@ -1628,6 +1613,28 @@ pub(super) fn aim(rot: DQuat, head: DVec3, local: DVec3, target: DVec3) -> DQuat
         Some(dir) if len > EPS_LEN => turn_toward(rot, local / len, dir),
         _ => rot,
     }
+}
+
+
+/// Fills `pulls` with what pulls bone `b` in FABRIK's forward stage (§3.7.1's sub-bases): each
+/// active child's head toward its forward estimate in `forward_heads` (with the summed weight of
+/// the goals it leads to), and each goal on `b` (its tail or head toward the target). Returns the
+/// target orientation of the first goal on `b` that has one.
+pub(super) fn gather_pulls(problem: &Problem, b: usize, forward_heads: &[DVec3], pulls: &mut Vec<Pull>) -> Option<DQuat> {
+    let rig = problem.rig();
+    let topo = problem.topology();
+    pulls.clear();
+    for &(c, w) in &topo.pulls[b] {
+        pulls.push(Pull { local: rig.bone(c).rest_head, target: forward_heads[c], weight: w });
+    }
+    let mut orientation = None;
+    for &gi in &topo.effector_goals[b] {
+        let g = &problem.goals()[gi];
+        let local = if g.use_tail { DVec3::new(0.0, rig.bone(b).length, 0.0) } else { DVec3::ZERO };
+        pulls.push(Pull { local, target: g.target, weight: g.weight });
+        orientation = orientation.or(g.orientation);
+    }
+    orientation
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 
 use glam::{DQuat, DVec3};
 
-use super::fabrik::{aim, line_step};
+use super::fabrik::{aim, gather_pulls, line_step};
 use super::prepare::{IterationStart, refuse_stretch, refuse_tree_poles};
 use super::{Solution, SolveSettings, Solver, StopReason, begin_solve, settle};
 use crate::error::Result;
@@ -209,25 +209,9 @@ impl FabrikClassic {
         self.frames.tails[b] = head + rot * DVec3::new(0.0, rig.bone(b).length, 0.0);
     }
 
-    /// Fills `self.pulls` with what pulls bone `b`: each active child's head toward its
-    /// forward-stage estimate (with the summed weight of the goals it leads to), and each goal on
-    /// `b` (its tail or head toward the target). Returns the orientation of the first goal on `b`
-    /// that has one.
+    /// Fills `self.pulls` with what pulls bone `b` (FABRIK's [`gather_pulls`]).
     fn gather_pulls(&mut self, problem: &Problem, b: usize) -> Option<DQuat> {
-        let rig = problem.rig();
-        let topo = problem.topology();
-        self.pulls.clear();
-        for &(c, w) in &topo.pulls[b] {
-            self.pulls.push(Pull { local: rig.bone(c).rest_head, target: self.forward_heads[c], weight: w });
-        }
-        let mut orientation = None;
-        for &gi in &topo.effector_goals[b] {
-            let g = &problem.goals()[gi];
-            let local = if g.use_tail { DVec3::new(0.0, rig.bone(b).length, 0.0) } else { DVec3::ZERO };
-            self.pulls.push(Pull { local, target: g.target, weight: g.weight });
-            orientation = orientation.or(g.orientation);
-        }
-        orientation
+        gather_pulls(problem, b, &self.forward_heads, &mut self.pulls)
     }
 
     /// Stage 1 (forward reaching, lines 1.19–1.28, and §3.7.1's sub-bases): from the effectors
