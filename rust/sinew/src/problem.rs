@@ -238,10 +238,11 @@ impl Topology {
     }
 }
 
-/// The most goals that may move bones in common ([`Topology::coupled`]). The damped-least-squares
-/// steps solve a dense system per group of coupled goals, of up to 7 rows per goal (position,
-/// orientation, a pole in a tree): `(7·G)²` doubles, 26 MB at this cap (and `(7·G)³ / 3`
-/// operations per step), against 400 GB for 100 000 goals sharing a root.
+/// The most goals that may move bones in common (whose chains meet: a bone some goal moves lies
+/// on both their paths to the root). The damped-least-squares steps solve a dense system per
+/// group of coupled goals, of up to 7 rows per goal (position, orientation, a pole in a tree):
+/// `(7·G)²` doubles, 26 MB at this cap (and `(7·G)³ / 3` operations per step), against 400 GB for
+/// 100 000 goals sharing a root.
 pub const MAX_COUPLED_GOALS: usize = 256;
 
 /// [`Topology::coupled`]: a union–find over the goals, joined at every moved bone on their

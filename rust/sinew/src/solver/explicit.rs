@@ -14,11 +14,11 @@
 //!
 //! A solve:
 //! 1. [`begin_solve`] clamps the start into the limits.
-//! 2. Poles: with a reference pose, [`effective_reference`] (the reference clamped, each lone
-//!    chain's pole applied to it as Blender's `ConstrainPoleVector`) and the solve starts from it
-//!    unless the start is near the answer ([`starts_near`], tracking), as `dls` does. Without a
-//!    reference, each lone chain's pole turns the start the same way before the iterations (a
-//!    goal already met is left alone, so a solution solved again is a fixed point).
+//! 2. Where to iterate from, as the methods without a least-squares finish choose it
+//!    ([`IterationStart`]): the reference pose (clamped, each lone chain's pole applied to it as
+//!    Blender's `ConstrainPoleVector`) unless the start is near the answer (tracking) or meets
+//!    every goal; without a reference, the start with each lone chain's pole turned (a goal
+//!    already met is left alone, so a solution solved again is a fixed point).
 //! 3. Iterations, each: form `J` and `e`, the method's step, the step clamped into the limits.
 //!    Every step is taken, as the papers' methods take them (no line search: a method that
 //!    overshoots or oscillates shows it, thesis §4.3); the pose returned is the last one.
@@ -36,7 +36,7 @@ use glam::DQuat;
 use nalgebra::DMatrix;
 
 use super::jacobian::DlsSteps;
-use super::reference::{effective_reference, starts_near, turn_chain_toward_pole};
+use super::prepare::IterationStart;
 use super::{Solution, SolveSettings, StopReason, begin_solve, settle};
 use crate::error::Result;
 use crate::pose::{Frames, Pose};
@@ -152,8 +152,8 @@ pub(super) struct Explicit<R> {
     jac: Vec<f64>,
     y: Vec<f64>,
     start_locals: Vec<DQuat>,
-    reference: Pose,
-    reference_frames: Frames,
+    start: IterationStart,
+    frames: Frames,
 }
 
 impl<R: Rule> Explicit<R> {
@@ -164,22 +164,10 @@ impl<R: Rule> Explicit<R> {
     /// The solve of the module docs.
     pub fn solve(&mut self, problem: &Problem, start: &Pose) -> Result<Solution> {
         let settings = begin_solve(&self.settings, problem, start, &mut self.start_locals)?;
-        let rig = problem.rig();
-        let mut pose = Pose { rotations: self.start_locals.clone(), root_translation: start.root_translation, scales: super::start_scales(problem, start) };
-        let mut frames = rig.forward(&pose);
-        if problem.reference().is_some() {
-            effective_reference(problem, &pose, &mut self.reference, &mut self.reference_frames);
-            if !starts_near(problem, &frames) {
-                pose.clone_from(&self.reference);
-            }
-        } else {
-            // Blender's pole turn before the iterations, on each lone chain not already there.
-            for (gi, g) in problem.goals().iter().enumerate() {
-                if g.pole.is_some() && problem.topology().is_lone_chain(gi) && !problem.goal_met(gi, &frames, settings.tolerance) {
-                    turn_chain_toward_pole(problem, gi, &mut pose.rotations, &pose.scales, &mut frames);
-                }
-            }
-        }
+        // Where to iterate from: the reference or the start, lone-chain poles turned as
+        // Blender's are (the same choice as the methods without a least-squares finish).
+        let mut pose = Pose::default();
+        self.start.prepare(problem, start, &self.start_locals, settings.tolerance, &mut pose, &mut self.frames);
         let m = self.steps.start_explicit(problem, &mut pose);
         let reach = problem.topology().chain_reach.iter().copied().fold(0.0, f64::max);
         let mut iterations = 0;
