@@ -1095,20 +1095,9 @@ impl Fabrik {
     }
 
     /// Re-orients a parent (placed at `rot`, `head`) so that its child `c`'s local rotation is
-    /// inside `c`'s limit, keeping `c`'s estimated head where it is (§3.7.2, Alg. 2).
+    /// inside `c`'s limit ([`keep_child_in_limit`]).
     fn keep_child_in_limit(&self, rig: &Rig, c: usize, rot: DQuat, head: DVec3) -> (DQuat, DVec3) {
-        let child = rig.bone(c);
-        if !child.limit.constrains_rotation() {
-            return (rot, head);
-        }
-        let child_rot = self.frames.rotations[c];
-        let local = rig.local_from_world(c, rot, child_rot);
-        let want = if child.limit.locked { self.start_locals[c] } else { child.limit.clamp(local) };
-        if angle_between(want, local) < 1e-12 {
-            return (rot, head);
-        }
-        let rot = (child_rot * (child.rest_rotation * want).conjugate()).normalize();
-        (rot, self.forward_heads[c] - rot * child.rest_head)
+        keep_child_in_limit(rig, c, (rot, head), self.frames.rotations[c], self.start_locals[c], self.forward_heads[c])
     }
 
     /// Stage 2: from the root outward; each active bone turns about its (fixed) head toward the
@@ -1615,6 +1604,25 @@ pub(super) fn aim(rot: DQuat, head: DVec3, local: DVec3, target: DVec3) -> DQuat
     }
 }
 
+
+
+/// §3.7.2, Alg. 2 in FABRIK's forward stage: re-orients a parent (placed at `rot`, `head`) so
+/// that its child `c` (at world rotation `child_rot`, its head estimated at `child_head`) has a
+/// local rotation inside `c`'s limit (a locked child's, `locked_local`), keeping `c`'s estimated
+/// head where it is. Returns the parent's new rotation and head.
+pub(super) fn keep_child_in_limit(rig: &Rig, c: usize, (rot, head): (DQuat, DVec3), child_rot: DQuat, locked_local: DQuat, child_head: DVec3) -> (DQuat, DVec3) {
+    let child = rig.bone(c);
+    if !child.limit.constrains_rotation() {
+        return (rot, head);
+    }
+    let local = rig.local_from_world(c, rot, child_rot);
+    let want = if child.limit.locked { locked_local } else { child.limit.clamp(local) };
+    if angle_between(want, local) < 1e-12 {
+        return (rot, head);
+    }
+    let rot = (child_rot * (child.rest_rotation * want).conjugate()).normalize();
+    (rot, child_head - rot * child.rest_head)
+}
 
 /// Fills `pulls` with what pulls bone `b` in FABRIK's forward stage (§3.7.1's sub-bases): each
 /// active child's head toward its forward estimate in `forward_heads` (with the summed weight of

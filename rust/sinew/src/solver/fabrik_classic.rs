@@ -2,7 +2,7 @@
 
 use glam::{DQuat, DVec3};
 
-use super::fabrik::{aim, gather_pulls, line_step};
+use super::fabrik::{aim, gather_pulls, keep_child_in_limit, line_step};
 use super::prepare::{IterationStart, refuse_stretch, refuse_tree_poles};
 use super::{Solution, SolveSettings, Solver, StopReason, begin_solve, settle};
 use crate::error::Result;
@@ -252,22 +252,10 @@ impl FabrikClassic {
         }
     }
 
-    /// §3.7.2, Alg. 2 in the forward stage: re-orients a bone (placed at `rot`, `head`) so that its
-    /// child `c`'s rotation relative to it is inside `c`'s limit (a locked child's, its start
-    /// rotation), keeping `c`'s estimated head where it is.
+    /// §3.7.2, Alg. 2 in the forward stage (FABRIK's [`keep_child_in_limit`]; a locked child
+    /// keeps its start rotation).
     fn keep_child_in_limit(&self, rig: &Rig, c: usize, rot: DQuat, head: DVec3) -> (DQuat, DVec3) {
-        let child = rig.bone(c);
-        if !child.limit.constrains_rotation() {
-            return (rot, head);
-        }
-        let child_rot = self.frames.rotations[c];
-        let local = rig.local_from_world(c, rot, child_rot);
-        let want = if child.limit.locked { self.locals[c] } else { child.limit.clamp(local) };
-        if angle_between(want, local) < 1e-12 {
-            return (rot, head);
-        }
-        let rot = (child_rot * (child.rest_rotation * want).conjugate()).normalize();
-        (rot, self.forward_heads[c] - rot * child.rest_head)
+        keep_child_in_limit(rig, c, (rot, head), self.frames.rotations[c], self.locals[c], self.forward_heads[c])
     }
 
     /// Stage 2 (backward reaching, lines 1.29–1.38): from the root outward, each active bone turns
