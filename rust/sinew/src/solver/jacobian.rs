@@ -59,8 +59,17 @@ const RELAX_BAND: f64 = 10.0;
 /// ... or within this fraction of the longest chain's reach, when that is more.
 const RELAX_BAND_REACH: f64 = 1e-3;
 /// The longest pull toward the reference, in multiples of the turn to it (see
-/// [`DlsSteps::refine_toward`]).
-const PULL_MAX: f64 = 64.0;
+/// [`DlsSteps::refine_toward`]): the first-order step. Longer pulls (doubling up to 64) cycled
+/// between kept and overshooting steps, because the goals' curvature makes the best length differ
+/// between directions (by a factor near 5 on a 10-bone chain).
+const PULL_MAX: f64 = 1.0;
+/// How much of the last kept pull's direction the next pull adds (Polyak's heavy ball): the
+/// slow directions, where the goals' curvature shortens the pull's reach, build up speed. 0.3 of
+/// 0, 0.3, 0.5 and 0.7 measured best: a 10-bone chain's 1000-frame bake took 13.2 iterations a
+/// frame against 20.3 with doubling pulls and no momentum, and on real motion capture
+/// (`bench/real_motion.py`) the mean joint error went 32.2 -> 32.0 mm without poles and
+/// 18.17 -> 18.12 mm with them.
+const MOMENTUM: f64 = 0.3;
 /// The least gain a short bone gets toward a reference (see [`DlsSteps::collect_joints`]).
 const SHORT_BONE_GAIN: f64 = 0.1;
 /// Most steps [`DlsSteps::refine_toward`] takes toward the reference in one solve while a limit
@@ -177,6 +186,8 @@ pub(crate) struct DlsSteps {
     toward: Vec<(DVec3, [f64; 3])>,
     /// The step toward the reference after its second-order correction.
     corrected: Pose,
+    /// The last kept pull's direction (momentum), per joint as `toward`.
+    momentum: Vec<(DVec3, [f64; 3])>,
     /// How near their limit the steps toward the reference stop ([`SETTLED`] or
     /// [`SETTLED_NEAR`]).
     settled: f64,
@@ -226,7 +237,8 @@ impl DlsSteps {
     /// chain's reach), each step pulls, its second-order error is corrected by a chord step, and it
     /// is kept when it stays in the band and comes nearer the reference (or closes most of the
     /// gap). A rejected step pulls a quarter as far, then damps harder; a kept one pulls twice as
-    /// far, up to [`PULL_MAX`]. The pull stops when the steps are within `settled` of their
+    /// far, up to [`PULL_MAX`], and the next pull adds [`MOMENTUM`] times its direction (a
+    /// rejected one drops it). The pull stops when the steps are within `settled` of their
     /// limit (or after [`RELAX_ITERATIONS`] while a limit holds a bone), and plain steps finish
     /// the goals. A bone whose twist is locked keeps the reference's twist.
     pub(crate) fn refine_toward(&mut self, problem: &Problem, pose: &mut Pose, fk: Option<&Frames>, reference: &Pose, tolerance: f64, max_iterations: u32) -> DlsOutcome {
@@ -293,6 +305,7 @@ impl DlsSteps {
         let band = (RELAX_BAND * tolerance).max(RELAX_BAND_REACH * reach).powi(2);
         let mut distance = if relaxing { self.reference_distance(problem, pose) } else { 0.0 };
         let mut pull = 1.0;
+        let mut have_momentum = false;
         let mut was_pulling = false;
         let mut pulled = 0;
         let mut last_turn = 0.0f64;
@@ -332,6 +345,14 @@ impl DlsSteps {
             let pull_now = if pulling { pull } else { 0.0 };
             if pulling {
                 self.turns_toward_reference(problem, pose);
+                if have_momentum && self.momentum.len() == self.toward.len() {
+                    for (t, m) in self.toward.iter_mut().zip(&self.momentum) {
+                        t.0 += m.0 * MOMENTUM;
+                        for c in 0..3 {
+                            t.1[c] += m.1[c] * MOMENTUM;
+                        }
+                    }
+                }
                 self.subtract_j_toward(pull_now);
             }
             if !self.gram.factor_solve(&mut self.rhs) {
@@ -381,6 +402,10 @@ impl DlsSteps {
             let rate = if last_turn > 0.0 { (largest_turn / last_turn).min(0.99) } else { 0.5 };
             if better && pulling {
                 last_turn = largest_turn;
+                self.momentum.clone_from(&self.toward);
+                have_momentum = true;
+            } else if pulling {
+                have_momentum = false;
             }
             if pulling && largest_turn <= self.settled && largest_turn * rate / (1.0 - rate) <= self.settled {
                 // Near the goals, and the steps toward the reference are within round-off of
@@ -398,9 +423,8 @@ impl DlsSteps {
                 distance = trial_distance;
                 damping = (damping * 0.5).max(if pulling { DAMPING_PROJECTION } else { DAMPING_MIN });
                 if pulling {
-                    // The steps toward the reference converge linearly where the goals curve
-                    // (the multipliers times their curvature, which the identity metric leaves
-                    // out); a longer pull along the same direction takes that up.
+                    // Back up to the full pull after a rejection shortened it (the momentum
+                    // takes up the goals' curvature, which the identity metric leaves out).
                     pull = (pull * 2.0).min(PULL_MAX);
                 }
                 if stalled {
