@@ -51,6 +51,7 @@ from bpy_extras import anim_utils  # noqa: E402
 from mathutils import Vector  # noqa: E402
 
 import bundled_addon  # noqa: E402
+from bench_scene import activate, key_fcurves, new_empty  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
@@ -83,43 +84,6 @@ def install_addon():
     bundled_addon.install(zip_path, "bench")
     addon_utils.enable("rigify", default_set=True)
     return zip_path
-
-
-def key_object(ob, path, values, frames):
-    """Keys ``ob.<path>`` at every frame of ``frames`` from ``values`` (F, k), LINEAR, in bulk."""
-    ad = ob.animation_data or ob.animation_data_create()
-    if ad.action is None:
-        ad.action = bpy.data.actions.new(f"{ob.name}Action")
-    if ad.action_slot is None:
-        ad.action_slot = ad.action.slots.new(id_type='OBJECT', name=ob.name)
-    cb = anim_utils.action_ensure_channelbag_for_slot(ad.action, ad.action_slot)
-    values = np.asarray(values, dtype=np.float64)
-    co = np.empty((len(frames), 2), dtype=np.float32)
-    co[:, 0] = frames
-    for c in range(values.shape[1]):
-        fc = cb.fcurves.ensure(path, index=c, group_name="Object Transforms")
-        kp = fc.keyframe_points
-        kp.clear()
-        kp.add(len(frames))
-        co[:, 1] = values[:, c]
-        kp.foreach_set("co", co.ravel())
-        kp.foreach_set("interpolation", np.full(len(frames), 1, dtype=np.int32))  # LINEAR
-        fc.update()
-
-
-def new_empty(name, size=0.05):
-    e = bpy.data.objects.new(name, None)
-    e.empty_display_type = 'SPHERE'
-    e.empty_display_size = size
-    bpy.context.scene.collection.objects.link(e)
-    return e
-
-
-def activate(ob):
-    for o in bpy.context.view_layer.objects:
-        o.select_set(False)
-    bpy.context.view_layer.objects.active = ob
-    ob.select_set(True)
 
 
 class Scene:
@@ -188,7 +152,7 @@ def build_chain(frames):
     f = np.asarray(frames, dtype=np.float64)
     w = 2 * math.pi * (f - f[0]) / 240.0
     loc = np.stack([1.6 + 1.1 * np.sin(w), 0.9 * np.sin(1.7 * w + 0.4), 3.1 + 0.9 * np.cos(1.3 * w)], axis=1)
-    key_object(t, "location", loc, frames)
+    key_fcurves(t, "location", loc, frames)
     return Scene(ob, [("b09", t, 10, False)], frames, "10-bone chain (0.5 m bones), 1 goal (position), chain length 10")
 
 
@@ -218,22 +182,22 @@ def build_metarig(frames):
     bob = 0.025 * np.cos(2 * t)
     start = Vector(ob.location)
     body = np.array(start)[None, :] + np.outer(travel, fwd)
-    key_object(ob, "location", body + np.stack([np.zeros(n), np.zeros(n), -0.06 + bob], axis=1), frames)
+    key_fcurves(ob, "location", body + np.stack([np.zeros(n), np.zeros(n), -0.06 + bob], axis=1), frames)
     for side, phase, sx in (("L", 0.0, 1.0), ("R", math.pi, -1.0)):
         s = np.sin(t + phase)
         swing = np.maximum(0.0, np.cos(t + phase))
         foot = np.array(rest[f"foot.{side}"])[None, :] + np.outer(travel + STEP / 2 * s, fwd) \
             + np.outer(0.09 * swing, (0, 0, 1))
-        key_object(empties[f"foot.{side}"], "location", foot, frames)
+        key_fcurves(empties[f"foot.{side}"], "location", foot, frames)
         r = foot_rot[side]
-        key_object(empties[f"foot.{side}"], "rotation_euler",
+        key_fcurves(empties[f"foot.{side}"], "rotation_euler",
                    np.stack([r.x - 0.35 * swing, np.full(n, r.y), np.full(n, r.z)], axis=1), frames)
         hand = body + np.array((0.27 * sx, 0.0, 0.98))[None, :] - np.outer(0.16 * s, fwd) \
             + np.outer(0.04 * np.abs(s) - 0.06 + bob, (0, 0, 1))
-        key_object(empties[f"hand.{side}"], "location", hand, frames)
+        key_fcurves(empties[f"hand.{side}"], "location", hand, frames)
     head = np.array(rest["spine.006"])[None, :] + np.outer(travel, fwd) \
         + np.stack([0.03 * np.sin(t), np.full(n, -0.03), -0.07 + bob + 0.015 * np.sin(2 * t + 1)], axis=1)
-    key_object(empties["spine.006"], "location", head, frames)
+    key_fcurves(empties["spine.006"], "location", head, frames)
     goals = [(b, empties[b], 4 if b == "spine.006" else 3, b.startswith("foot")) for b in names]
     return Scene(ob, goals, frames, "Rigify human metarig (159 bones) walking; goals on hands and feet (chain 3, "
                                     "feet with rotation) and head (chain 4)")

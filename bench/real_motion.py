@@ -173,10 +173,10 @@ import bpy  # noqa: E402
 import addon_utils  # noqa: E402
 import bmesh  # noqa: E402
 import numpy as np  # noqa: E402
-from bpy_extras import anim_utils  # noqa: E402
 from mathutils import Matrix, Vector  # noqa: E402
 
 import bundled_addon  # noqa: E402
+from bench_scene import activate, key_fcurves, new_empty  # noqa: E402
 
 M = np.array(M)
 
@@ -448,44 +448,8 @@ def retarget(rd: RigData, clip):
 # --------------------------------------------------------------------------------------------
 
 
-def key_fcurves(ob, path, values, frames, group):
-    ad = ob.animation_data or ob.animation_data_create()
-    if ad.action is None:
-        ad.action = bpy.data.actions.new(f"{ob.name}Action")
-    if ad.action_slot is None:
-        ad.action_slot = ad.action.slots.new(id_type='OBJECT', name=ob.name)
-    cb = anim_utils.action_ensure_channelbag_for_slot(ad.action, ad.action_slot)
-    values = np.asarray(values, dtype=np.float64)
-    co = np.empty((len(frames), 2), dtype=np.float32)
-    co[:, 0] = frames
-    for c in range(values.shape[1]):
-        fc = cb.fcurves.ensure(path, index=c, group_name=group)
-        kp = fc.keyframe_points
-        kp.clear()
-        kp.add(len(frames))
-        co[:, 1] = values[:, c]
-        kp.foreach_set("co", co.ravel())
-        kp.foreach_set("interpolation", np.full(len(frames), 1, dtype=np.int32))  # LINEAR
-        fc.update()
-
-
 def key_bone(ob, bone, prop, values, frames):
     key_fcurves(ob, ob.pose.bones[bone].path_from_id(prop), values, frames, bone)
-
-
-def new_empty(name, size=0.04):
-    e = bpy.data.objects.new(name, None)
-    e.empty_display_type = 'SPHERE'
-    e.empty_display_size = size
-    bpy.context.scene.collection.objects.link(e)
-    return e
-
-
-def activate(ob):
-    for o in bpy.context.view_layer.objects:
-        o.select_set(False)
-    bpy.context.view_layer.objects.active = ob
-    ob.select_set(True)
 
 
 class Truth:
@@ -536,8 +500,8 @@ def build_scene(truth: Truth, frames, variant, with_constraints=True):
     scene = bpy.context.scene
     scene.frame_start, scene.frame_end = int(frames[0]), int(frames[-1])
     for b, n in GOALS:
-        t = new_empty(f"T_{b}")
-        key_fcurves(t, "location", truth.targets[b], frames, "Object Transforms")
+        t = new_empty(f"T_{b}", 0.04)
+        key_fcurves(t, "location", truth.targets[b], frames)
         if not with_constraints:
             continue
         c = ob.pose.bones[b].constraints.new('IK')
@@ -547,7 +511,7 @@ def build_scene(truth: Truth, frames, variant, with_constraints=True):
         c.use_stretch = False
         if variant == "poles" and b in LIMBS:
             p = new_empty(f"P_{b}", 0.03)
-            key_fcurves(p, "location", truth.poles[b], frames, "Object Transforms")
+            key_fcurves(p, "location", truth.poles[b], frames)
             c.pole_target = p
             c.pole_angle = POLE_ANGLE
     if with_constraints:
