@@ -1405,6 +1405,31 @@ mod tests {
         (problem, pose)
     }
 
+    /// `J` by central differences of step `eps`, a column per unknown of `steps`' joints
+    /// (residual = target − effector, so `J` is minus its derivative).
+    fn finite_difference_columns(problem: &Problem, pose: &Pose, steps: &DlsSteps, m: usize, eps: f64) -> Vec<Vec<f64>> {
+        let mut columns = Vec::new();
+        for joint in &steps.joints {
+            for c in 0..joint.count {
+                let plus = moved_residual(problem, pose, &steps.frames, joint, c, eps, &steps.tree_poles, m);
+                let minus = moved_residual(problem, pose, &steps.frames, joint, c, -eps, &steps.tree_poles, m);
+                columns.push((0..m).map(|i| -(plus[i] - minus[i]) / (2.0 * eps)).collect());
+            }
+        }
+        columns
+    }
+
+    /// The steps' Gram matrix (lower triangle) equals `J Jᵀ` of `columns` within 1e-5, relative.
+    fn assert_gram_matches(steps: &DlsSteps, columns: &[Vec<f64>], m: usize) {
+        for i in 0..m {
+            for j in 0..=i {
+                let dense: f64 = columns.iter().map(|col| col[i] * col[j]).sum();
+                let got = steps.gram.get(i, j);
+                assert!((got - dense).abs() < 1e-5 * (1.0 + dense.abs()), "J Jᵀ[{i}][{j}] = {got} but finite differences give {dense}");
+            }
+        }
+    }
+
     /// The residual after moving unknown `c` of `joint` by `eps`, as a step would.
     #[allow(clippy::too_many_arguments)] // a test helper: the step's inputs, spelled out
     fn moved_residual(problem: &Problem, pose: &Pose, frames: &Frames, joint: &Joint, c: usize, eps: f64, tree_poles: &[usize], m: usize) -> Vec<f64> {
@@ -1473,21 +1498,8 @@ mod tests {
         steps.linearize(&problem);
         steps.gram_into();
         let eps = 1e-6;
-        let mut columns = Vec::new();
-        for joint in &steps.joints {
-            for c in 0..joint.count {
-                let plus = moved_residual(&problem, &pose, &steps.frames, joint, c, eps, &steps.tree_poles, m);
-                let minus = moved_residual(&problem, &pose, &steps.frames, joint, c, -eps, &steps.tree_poles, m);
-                columns.push((0..m).map(|i| -(plus[i] - minus[i]) / (2.0 * eps)).collect::<Vec<_>>());
-            }
-        }
-        for i in 0..m {
-            for j in 0..=i {
-                let dense: f64 = columns.iter().map(|col| col[i] * col[j]).sum();
-                let got = steps.gram.get(i, j);
-                assert!((got - dense).abs() < 1e-5 * (1.0 + dense.abs()), "J Jᵀ[{i}][{j}] = {got} but finite differences give {dense}");
-            }
-        }
+        let columns = finite_difference_columns(&problem, &pose, &steps, m, eps);
+        assert_gram_matches(&steps, &columns, m);
         // The step on a length: Jᵀ y, times gain · k on the scale.
         let y: Vec<f64> = (0..m).map(|i| 1e-3 * ((i as f64 * 1.3).cos())).collect();
         steps.rhs.copy_from_slice(&y);
@@ -1523,15 +1535,8 @@ mod tests {
         steps.gram_into();
         // J by central differences, a column per unknown (residual = target − effector, so J is
         // minus its derivative).
-        let mut columns = Vec::new();
         let eps = 1e-6;
-        for joint in &steps.joints {
-            for c in 0..joint.count {
-                let plus = moved_residual(&problem, &pose, &steps.frames, joint, c, eps, &steps.tree_poles, m);
-                let minus = moved_residual(&problem, &pose, &steps.frames, joint, c, -eps, &steps.tree_poles, m);
-                columns.push((0..m).map(|i| -(plus[i] - minus[i]) / (2.0 * eps)).collect::<Vec<_>>());
-            }
-        }
+        let columns = finite_difference_columns(&problem, &pose, &steps, m, eps);
         // Unknowns: a hinge's one axis; three for a bone an orientation goal moves (less the
         // blocked direction's, which projects them onto a plane); two across any other bone
         // (one when blocked); three for the root's translation.
@@ -1548,13 +1553,7 @@ mod tests {
         assert!(steps.twist_free.iter().any(|&f| f));
         assert!(!steps.twist_free[5], "the forearm swings only");
         assert_eq!(steps.joints.iter().filter(|j| j.ratios.is_some()).count(), 3, "per-axis stiffness on three bones");
-        for i in 0..m {
-            for j in 0..=i {
-                let dense: f64 = columns.iter().map(|col| col[i] * col[j]).sum();
-                let got = steps.gram.get(i, j);
-                assert!((got - dense).abs() < 1e-5 * (1.0 + dense.abs()), "J Jᵀ[{i}][{j}] = {got} but finite differences give {dense}");
-            }
-        }
+        assert_gram_matches(&steps, &columns, m);
         // The step: Jᵀ y per unknown, applied as each bone's world turn.
         let y: Vec<f64> = (0..m).map(|i| 1e-3 * ((i as f64 * 1.7).sin())).collect();
         steps.rhs.copy_from_slice(&y);
