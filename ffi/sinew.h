@@ -62,9 +62,10 @@
  * `SINEW_STATUS_UNSUPPORTED`, `SINEW_METHOD_JACOBIAN_TRANSPOSE` (5), `SINEW_METHOD_JACOBIAN_PINV`
  * (6), `SINEW_METHOD_SVD_DLS` (7) and `SINEW_METHOD_SDLS` (8), and bones that stretch
  * (`sinew_rig_set_stretch`, `sinew_solver_scales`, `sinew_solver_solve_scaled`,
- * `sinew_solver_solve_sequence_scaled`).
+ * `sinew_solver_solve_sequence_scaled`); 5 added goal kinds (`sinew_goal_kind`,
+ * `sinew_problem_set_goal_kind`, `sinew_problem_get_goal_kind`) and `SINEW_METHOD_NLP` (9).
  */
-#define SINEW_ABI_VERSION_MINOR 4
+#define SINEW_ABI_VERSION_MINOR 5
 
 /**
  * What every `sinew_*` function that can fail returns.
@@ -221,6 +222,11 @@ enum sinew_method
    * Buss & Kim's selectively damped least squares (since ABI 0.4).
    */
   SINEW_METHOD_SDLS = 8,
+  /**
+   * Jack's nonlinear programming: quasi-Newton steps on the goals' potentials within the
+   * limits (since ABI 0.5).
+   */
+  SINEW_METHOD_NLP = 9,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -285,6 +291,48 @@ enum sinew_stop_reason
 typedef enum sinew_stop_reason sinew_stop_reason;
 #else
 typedef uint32_t sinew_stop_reason;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * Goal kinds, for `sinew_problem_set_goal_kind` (since ABI 0.5; Jack's goal kinds, see
+ * `docs/format.md`).
+ */
+enum sinew_goal_kind
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * The effector point on the target (every goal's kind until set otherwise).
+   */
+  SINEW_GOAL_KIND_POSITION = 0,
+  /**
+   * Only the orientation counts (the goal must have one).
+   */
+  SINEW_GOAL_KIND_ORIENTATION = 1,
+  /**
+   * The bone's local axis (`vector`) points from its head at the target; no orientation.
+   */
+  SINEW_GOAL_KIND_AIM = 2,
+  /**
+   * The effector point on the line through the target along `vector`.
+   */
+  SINEW_GOAL_KIND_LINE = 3,
+  /**
+   * The effector point on the plane through the target with normal `vector`.
+   */
+  SINEW_GOAL_KIND_PLANE = 4,
+  /**
+   * The effector point on the side of that plane `vector` points to, or on it.
+   */
+  SINEW_GOAL_KIND_HALF_SPACE = 5,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum sinew_goal_kind sinew_goal_kind;
+#else
+typedef uint32_t sinew_goal_kind;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
@@ -811,6 +859,34 @@ sinew_status sinew_problem_set_target(struct sinew_problem *problem,
 sinew_status sinew_problem_set_orientation(struct sinew_problem *problem,
                                            size_t index,
                                            const double *orientation_wxyz);
+
+/**
+ * Sets goal `index`'s kind (a `sinew_goal_kind` value) with `vector` (3 doubles: an aim's bone
+ * axis, a line's direction, a plane's or half-space's normal; any nonzero length; ignored,
+ * and may be NULL, for `SINEW_GOAL_KIND_POSITION` and `SINEW_GOAL_KIND_ORIENTATION`). Every goal
+ * is a position goal until this is called; `sinew_problem_get_goal_kind` reads it back. On
+ * error nothing changes. Since ABI 0.5.
+ *
+ * Errors: `NULL_ARGUMENT`, `MISALIGNED_POINTER`, `INVALID_GOAL` (no such goal, an unknown
+ * kind, a zero or non-finite vector, an orientation kind on a goal without orientation, an
+ * aim on a goal with one).
+ */
+sinew_status sinew_problem_set_goal_kind(struct sinew_problem *problem,
+                                         size_t index,
+                                         uint32_t kind,
+                                         const double *vector);
+
+/**
+ * Writes goal `index`'s kind (a `sinew_goal_kind` value) to `*out_kind` and its vector (unit
+ * length; zeros for a position or orientation goal) to `out_vector` (3 doubles; may be NULL).
+ * Since ABI 0.5.
+ *
+ * Errors: `NULL_ARGUMENT`, `MISALIGNED_POINTER`, `INVALID_GOAL` (no such goal).
+ */
+sinew_status sinew_problem_get_goal_kind(const struct sinew_problem *problem,
+                                         size_t index,
+                                         uint32_t *out_kind,
+                                         double *out_vector);
 
 /**
  * Moves goal `index`'s pole target to `pole_target` (3 doubles). The goal must have a pole.

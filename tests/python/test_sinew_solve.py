@@ -222,7 +222,7 @@ def test_an_unknown_method_lists_every_method():
         sinew.Solver("newton")
 
 
-@pytest.mark.parametrize("method", ["jacobian_transpose", "jacobian_pinv", "svd_dls", "sdls"])
+@pytest.mark.parametrize("method", ["jacobian_transpose", "jacobian_pinv", "svd_dls", "sdls", "nlp"])
 def test_the_jacobian_family_is_selectable_by_name(method):
     rig = y_shape()
     goals = [sinew.Goal("arm2.L", (2.5, 0.3, 4.0)), sinew.Goal("arm2.R", (-2.0, -0.5, 4.5))]
@@ -453,3 +453,62 @@ def test_methods_lists_every_method_the_solver_accepts():
         assert solver.solve(rig, [sinew.Goal("b3", (1.0, 1.0, 1.0))]).reached, name
     with pytest.raises(sinew.SinewError, match="fabrik"):
         sinew.Solver(method="not-a-method")
+
+
+@pytest.mark.parametrize("method", ["nlp", "fabrik", "dls"])
+def test_goal_kinds_are_met_and_read_back(method):
+    """Every goal kind reaches Python: a line, plane, half-space, aim and orientation-only goal on
+    a bent chain are each met (checked here with forward kinematics), and the goal reads back its
+    kind and vector."""
+    rig = chain(4)
+    bent = np.array([[np.cos(0.2), 0, 0, np.sin(0.2)], [np.cos(0.25), np.sin(0.25), 0, 0]] * 2)
+    heads, tails, rots = rig.forward_kinematics(bent)
+    solver = sinew.Solver(method, max_iterations=500, tolerance=1e-5)
+    rest = np.tile(IDENTITY, (4, 1))
+    # The rest chain is straight (singular for a line along it): start from a bent pose.
+    start = np.array([[np.cos(0.05), np.sin(0.05), 0, 0]] * 4)
+
+    line = sinew.Goal("b3", tails[3] + (0, 0, 0.5), kind="line", direction=(0, 0, 3))
+    assert line.kind == "line" and line.direction == (0, 0, 3) and line.normal is None and line.axis is None
+    sol = solver.solve(rig, [line], pose=start)
+    tip = effector(rig, sol.rotations)
+    off = tip - line.target
+    assert sol.reached and np.linalg.norm(off - np.array([0, 0, 1.0]) * off[2]) <= 1e-5
+
+    plane = sinew.Goal("b3", (0, 0, 0.8), kind="plane", normal=(0, 0, 1))
+    sol = solver.solve(rig, [plane], pose=start)
+    assert sol.reached and abs(effector(rig, sol.rotations)[2] - 0.8) <= 1e-5
+
+    # The tip (near z = 4) must come down to z <= 2.
+    half = sinew.Goal("b3", (0, 0, 2.0), kind="half_space", normal=(0, 0, -1))
+    sol = solver.solve(rig, [half], pose=start)
+    assert sol.reached and effector(rig, sol.rotations)[2] <= 2.0 + 1e-5
+
+    aim = sinew.Goal("b3", (2.0, 3.0, 1.0), kind="aim")
+    assert aim.axis == (0, 1, 0)
+    sol = solver.solve(rig, [aim], pose=start)
+    h, t, _ = rig.forward_kinematics(sol.rotations)
+    along, wanted = t[3] - h[3], np.array(aim.target) - h[3]
+    cos = along @ wanted / np.linalg.norm(along) / np.linalg.norm(wanted)
+    assert sol.reached and cos >= np.cos(1e-5)
+
+    turn = sinew.Goal("b3", (0, 0, 0), orientation=rots[3], kind="orientation")
+    sol = solver.solve(rig, [turn], pose=rest)
+    _, _, got = rig.forward_kinematics(sol.rotations)
+    assert sol.reached and quat_angle(got[3], rots[3]) <= 1e-5
+    # (quat_angle goes through acos: near zero it is good to about 1e-7 here.)
+    assert sol.orientation_residuals[0] == pytest.approx(quat_angle(got[3], rots[3]), abs=1e-6)
+
+
+def test_bad_goal_kinds_are_goal_errors():
+    with pytest.raises(sinew.GoalError, match="unknown goal kind"):
+        sinew.Goal(0, (0, 0, 0), kind="cone")
+    with pytest.raises(sinew.GoalError, match="a plane goal needs a normal"):
+        sinew.Goal(0, (0, 0, 0), kind="plane")
+    with pytest.raises(sinew.GoalError, match="a line goal has no normal"):
+        sinew.Goal(0, (0, 0, 0), kind="line", normal=(0, 0, 1))
+    rig = chain(2)
+    with pytest.raises(sinew.GoalError, match="needs an orientation"):
+        sinew.Solver().solve(rig, [sinew.Goal(1, (0, 0, 0), kind="orientation")])
+    with pytest.raises(sinew.GoalError, match="must be finite and nonzero"):
+        sinew.Solver().solve(rig, [sinew.Goal(1, (0, 0, 0), kind="plane", normal=(0, 0, 0))])

@@ -24,11 +24,12 @@ usage: sinew solve PROBLEM.json [options]   solve and print the solution as JSON
        sinew check PROBLEM.json [--json]    validate; print sub-bases and the bones each goal moves
        sinew --version | --help
 
-PROBLEM.json is a \"sinew.problem/1\" file, or - for standard input.
+PROBLEM.json is a \"sinew.problem/1\" file (\"sinew.problem/2\" with goal kinds), or - for
+standard input.
 
 solve options (override the file's \"settings\"):
   --method NAME          solver method (fabrik, dls, fabrik_classic, ccd, triangulation,
-                         jacobian_transpose, jacobian_pinv, svd_dls, sdls)
+                         jacobian_transpose, jacobian_pinv, svd_dls, sdls, nlp)
   --iterations N         iteration cap, >= 1
   --tolerance T          distance at which a goal counts as reached, > 0
   --stall-tolerance T    stop when no effector moves more than this per iteration, >= 0

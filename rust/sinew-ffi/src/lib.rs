@@ -29,7 +29,7 @@ mod args;
 
 use std::ffi::c_char;
 
-pub use problem::{sinew_goal, sinew_problem};
+pub use problem::{sinew_goal, sinew_goal_kind, sinew_problem};
 pub use rig::sinew_rig;
 pub use solver::{sinew_method, sinew_root_mode, sinew_settings, sinew_solve_info, sinew_solver, sinew_stop_reason};
 pub use status::{sinew_last_error_message, sinew_status, sinew_status_name};
@@ -46,8 +46,9 @@ pub const SINEW_ABI_VERSION_MAJOR: u32 = 0;
 /// `SINEW_STATUS_UNSUPPORTED`, `SINEW_METHOD_JACOBIAN_TRANSPOSE` (5), `SINEW_METHOD_JACOBIAN_PINV`
 /// (6), `SINEW_METHOD_SVD_DLS` (7) and `SINEW_METHOD_SDLS` (8), and bones that stretch
 /// (`sinew_rig_set_stretch`, `sinew_solver_scales`, `sinew_solver_solve_scaled`,
-/// `sinew_solver_solve_sequence_scaled`).
-pub const SINEW_ABI_VERSION_MINOR: u32 = 4;
+/// `sinew_solver_solve_sequence_scaled`); 5 added goal kinds (`sinew_goal_kind`,
+/// `sinew_problem_set_goal_kind`, `sinew_problem_get_goal_kind`) and `SINEW_METHOD_NLP` (9).
+pub const SINEW_ABI_VERSION_MINOR: u32 = 5;
 
 /// The library's version, e.g. `"0.1.0"`: a static NUL-terminated string. Do not free.
 #[unsafe(no_mangle)]

@@ -72,6 +72,8 @@ impl sinew_goal {
             chain_length: self.chain_length,
             pole: has_pole.then(|| Pole { target: args::vec3(self.pole_target), angle: self.pole_angle }),
             use_tail,
+            // (Set other kinds with `sinew_problem_set_goal_kind`.)
+            kind: sinew_core::GoalKind::Position,
         })
     }
 }
@@ -422,6 +424,83 @@ pub unsafe extern "C" fn sinew_problem_set_orientation(
             Some(args::quat_wxyz(&unsafe { args::read_array::<4>(orientation_wxyz, "orientation_wxyz") }?))
         };
         p.problem.set_orientation(index, q)?;
+        Ok(())
+    })
+}
+
+/// Goal kinds, for `sinew_problem_set_goal_kind` (since ABI 0.5; Jack's goal kinds, see
+/// `docs/format.md`).
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(non_camel_case_types)]
+pub enum sinew_goal_kind {
+    /// The effector point on the target (every goal's kind until set otherwise).
+    Position = 0,
+    /// Only the orientation counts (the goal must have one).
+    Orientation = 1,
+    /// The bone's local axis (`vector`) points from its head at the target; no orientation.
+    Aim = 2,
+    /// The effector point on the line through the target along `vector`.
+    Line = 3,
+    /// The effector point on the plane through the target with normal `vector`.
+    Plane = 4,
+    /// The effector point on the side of that plane `vector` points to, or on it.
+    HalfSpace = 5,
+}
+
+/// Sets goal `index`'s kind (a `sinew_goal_kind` value) with `vector` (3 doubles: an aim's bone
+/// axis, a line's direction, a plane's or half-space's normal; any nonzero length; ignored,
+/// and may be NULL, for `SINEW_GOAL_KIND_POSITION` and `SINEW_GOAL_KIND_ORIENTATION`). Every goal
+/// is a position goal until this is called; `sinew_problem_get_goal_kind` reads it back. On
+/// error nothing changes. Since ABI 0.5.
+///
+/// Errors: `NULL_ARGUMENT`, `MISALIGNED_POINTER`, `INVALID_GOAL` (no such goal, an unknown
+/// kind, a zero or non-finite vector, an orientation kind on a goal without orientation, an
+/// aim on a goal with one).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sinew_problem_set_goal_kind(problem: *mut sinew_problem, index: usize, kind: u32, vector: *const f64) -> sinew_status {
+    ffi_status!({
+        // SAFETY: a live problem (exclusive) and NULL or 3 doubles by contract.
+        let p = unsafe { get_mut(problem, "problem") }?;
+        let name = *sinew_core::GoalKind::NAMES.get(kind as usize).ok_or_else(|| sinew_core::Error::BadGoal {
+            goal: index,
+            reason: format!("goal kind {kind} is not a sinew_goal_kind (0 to {})", sinew_core::GoalKind::NAMES.len() - 1),
+        })?;
+        let v = if kind <= sinew_goal_kind::Orientation as u32 && vector.is_null() {
+            glam::DVec3::ZERO
+        } else {
+            args::vec3(unsafe { args::read_array::<3>(vector, "vector") }?)
+        };
+        let kind = sinew_core::GoalKind::from_name(name, v).expect("a name from GoalKind::NAMES");
+        p.problem.set_kind(index, kind)?;
+        Ok(())
+    })
+}
+
+/// Writes goal `index`'s kind (a `sinew_goal_kind` value) to `*out_kind` and its vector (unit
+/// length; zeros for a position or orientation goal) to `out_vector` (3 doubles; may be NULL).
+/// Since ABI 0.5.
+///
+/// Errors: `NULL_ARGUMENT`, `MISALIGNED_POINTER`, `INVALID_GOAL` (no such goal).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sinew_problem_get_goal_kind(problem: *const sinew_problem, index: usize, out_kind: *mut u32, out_vector: *mut f64) -> sinew_status {
+    ffi_status!({
+        check_out(out_kind, "out_kind")?;
+        if !out_vector.is_null() {
+            check_out(out_vector, "out_vector")?;
+        }
+        // SAFETY: a live problem by contract.
+        let p = unsafe { get_ref(problem, "problem") }?;
+        let goals = p.problem.goals();
+        let g = goals.get(index).ok_or_else(|| goal_count_error(index, goals.len()))?;
+        // SAFETY: checked; writable by contract (3 doubles for the vector).
+        unsafe { write(out_kind, g.kind.index() as u32, "out_kind") }?;
+        if !out_vector.is_null() {
+            let v = g.kind.vector().unwrap_or_default().to_array();
+            for (i, x) in v.into_iter().enumerate() {
+                unsafe { out_vector.add(i).write(x) };
+            }
+        }
         Ok(())
     })
 }

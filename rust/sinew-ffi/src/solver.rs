@@ -38,11 +38,14 @@ pub enum sinew_method {
     SvdDls = 7,
     /// Buss & Kim's selectively damped least squares (since ABI 0.4).
     Sdls = 8,
+    /// Jack's nonlinear programming: quasi-Newton steps on the goals' potentials within the
+    /// limits (since ABI 0.5).
+    Nlp = 9,
 }
 
 impl sinew_method {
     /// Every method with its C id.
-    const ALL: [(sinew_method, Method); 9] = [
+    const ALL: [(sinew_method, Method); 10] = [
         (Self::Fabrik, Method::Fabrik),
         (Self::Dls, Method::Dls),
         (Self::FabrikClassic, Method::FabrikClassic),
@@ -52,6 +55,7 @@ impl sinew_method {
         (Self::JacobianPinv, Method::JacobianPinv),
         (Self::SvdDls, Method::SvdDls),
         (Self::Sdls, Method::Sdls),
+        (Self::Nlp, Method::Nlp),
     ];
 
     fn from_core(method: Method) -> Self {
@@ -234,6 +238,7 @@ pub extern "C" fn sinew_method_name(method: u32) -> *const c_char {
         6 => c"jacobian_pinv".as_ptr(),
         7 => c"svd_dls".as_ptr(),
         8 => c"sdls".as_ptr(),
+        9 => c"nlp".as_ptr(),
         _ => std::ptr::null(),
     }
 }

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::ptr::{null, null_mut};
 
 use glam::{DMat4, DVec3};
-use sinew::{sinew_goal, sinew_problem, sinew_rig, sinew_settings, sinew_solve_info, sinew_solver, sinew_status};
+use sinew::{sinew_goal, sinew_goal_kind, sinew_method, sinew_problem, sinew_rig, sinew_settings, sinew_solve_info, sinew_solver, sinew_status};
 use sinew_core::{FrameTargets, JointLimit, Pose, Problem, Solution, Swing};
 
 type Status = u32;
@@ -126,6 +126,8 @@ c_api! {
         out_rot: *mut f64, out_rot_len: usize, out_root: *mut f64, out_root_len: usize,
         out_res: *mut f64, out_res_len: usize, out_ores: *mut f64, out_ores_len: usize,
         out_infos: *mut sinew_solve_info, out_infos_len: usize) -> Status;
+    fn sinew_problem_set_goal_kind(problem: *mut sinew_problem, index: usize, kind: u32, vector: *const f64) -> Status;
+    fn sinew_problem_get_goal_kind(problem: *const sinew_problem, index: usize, out_kind: *mut u32, out_vector: *mut f64) -> Status;
     fn sinew_rig_set_stretch(rig: *mut sinew_rig, bone: usize, stretch: f64) -> Status;
     fn sinew_solver_scales(solver: *const sinew_solver, out: *mut f64, len: usize) -> Status;
     fn sinew_solver_solve_scaled(solver: *mut sinew_solver, problem: *const sinew_problem, start: *const f64,
@@ -1269,6 +1271,53 @@ fn threads_keep_their_own_errors_and_share_problems() {
     threads(&api());
 }
 
+/// Goal kinds through C: a kind set with `sinew_problem_set_goal_kind` reads back (unit vector)
+/// and solves, with every method, exactly as the core solves the same problem; bad kinds are
+/// `INVALID_GOAL` and change nothing.
+fn goal_kinds_match_the_core(api: &Api) {
+    let path = data_dir().join("ffi_chain10.json");
+    let mut lp = Problem::from_json(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let n = lp.problem.rig().len();
+    let problem = api.problem_from_file(&path);
+    let normal = [0.0, 0.0, 2.0];
+    api.ok(unsafe { api.sinew_problem_set_goal_kind(problem, 0, sinew_goal_kind::Plane as u32, normal.as_ptr()) });
+    lp.problem.set_kind(0, sinew_core::GoalKind::Plane { normal: DVec3::from_array(normal) }).unwrap();
+    let (mut kind, mut v) = (u32::MAX, [f64::NAN; 3]);
+    api.ok(unsafe { api.sinew_problem_get_goal_kind(problem, 0, &mut kind, v.as_mut_ptr()) });
+    assert_eq!((kind, v), (sinew_goal_kind::Plane as u32, [0.0, 0.0, 1.0]));
+    for method in [sinew_method::Nlp, sinew_method::Fabrik, sinew_method::Dls] {
+        let mut settings = std::mem::MaybeUninit::<sinew_settings>::uninit();
+        api.ok(unsafe { api.sinew_problem_settings(problem, settings.as_mut_ptr()) });
+        let mut settings = unsafe { settings.assume_init() };
+        settings.method = method as u32;
+        let mut solver = null_mut();
+        api.ok(unsafe { api.sinew_solver_new(&settings, &mut solver) });
+        let mut info = std::mem::MaybeUninit::<sinew_solve_info>::uninit();
+        api.ok(unsafe { api.sinew_solver_solve(solver, problem, null(), 0, null(), info.as_mut_ptr()) });
+        let core_method = sinew_core::Method::from_name(&cstr(unsafe { api.sinew_method_name(method as u32) })).unwrap();
+        let core = core_method.solver(lp.settings).unwrap().solve(&lp.problem, &lp.pose).unwrap();
+        assert_same(&api.rotations(solver, n), &core_rotations(&core), &format!("plane goal, {method:?}"));
+        assert_eq!(unsafe { info.assume_init() }.reached, core.reached);
+        unsafe { api.sinew_solver_free(solver) };
+    }
+    // Position and orientation take no vector (NULL); bad kinds change nothing.
+    api.ok(unsafe { api.sinew_problem_set_goal_kind(problem, 0, sinew_goal_kind::Position as u32, null()) });
+    api.ok(unsafe { api.sinew_problem_get_goal_kind(problem, 0, &mut kind, null_mut()) });
+    assert_eq!(kind, sinew_goal_kind::Position as u32);
+    let msg = api.expect(unsafe { api.sinew_problem_set_goal_kind(problem, 0, 99, normal.as_ptr()) }, sinew_status::InvalidGoal);
+    assert!(msg.contains("goal kind 99"), "{msg}");
+    let msg = api.expect(unsafe { api.sinew_problem_set_goal_kind(problem, 0, sinew_goal_kind::Line as u32, [0.0; 3].as_ptr()) }, sinew_status::InvalidGoal);
+    assert!(msg.contains("direction"), "{msg}");
+    api.expect(unsafe { api.sinew_problem_set_goal_kind(problem, 0, sinew_goal_kind::Line as u32, null()) }, sinew_status::NullArgument);
+    let msg = api.expect(unsafe { api.sinew_problem_set_goal_kind(problem, 0, sinew_goal_kind::Orientation as u32, null()) }, sinew_status::InvalidGoal);
+    assert!(msg.contains("needs an orientation"), "{msg}");
+    api.expect(unsafe { api.sinew_problem_set_goal_kind(problem, 7, sinew_goal_kind::Position as u32, null()) }, sinew_status::InvalidGoal);
+    api.expect(unsafe { api.sinew_problem_get_goal_kind(problem, 0, null_mut(), null_mut()) }, sinew_status::NullArgument);
+    api.ok(unsafe { api.sinew_problem_get_goal_kind(problem, 0, &mut kind, null_mut()) });
+    assert_eq!(kind, sinew_goal_kind::Position as u32);
+    unsafe { api.sinew_problem_free(problem) };
+}
+
 /// Every function the header declares is loaded here and called by the scenarios above.
 #[test]
 fn every_exported_symbol_is_exercised() {
@@ -1289,6 +1338,7 @@ fn every_exported_symbol_is_exercised() {
     tracking_matches_the_core(&api);
     references_match_the_core(&api);
     stretch_matches_the_core(&api);
+    goal_kinds_match_the_core(&api);
     versions_and_names(&api);
     misuse_is_reported(&api);
     threads(&api);

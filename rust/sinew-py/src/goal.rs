@@ -18,6 +18,7 @@ pub(crate) struct PyGoal {
     pub(crate) pole_target: Option<DVec3>,
     pub(crate) pole_angle: f64,
     pub(crate) use_tail: bool,
+    pub(crate) kind: sinew::GoalKind,
 }
 
 fn chain_length_from(obj: &Bound<'_, PyAny>) -> PyResult<usize> {
@@ -42,6 +43,7 @@ impl PyGoal {
             chain_length: self.chain_length,
             pole: self.pole_target.map(|target| sinew::Pole { target, angle: self.pole_angle }),
             use_tail: self.use_tail,
+            kind: self.kind,
         })
     }
 
@@ -56,6 +58,7 @@ impl PyGoal {
             pole_target: g.pole.map(|p| p.target),
             pole_angle: g.pole.map_or(0.0, |p| p.angle),
             use_tail: g.use_tail,
+            kind: g.kind,
         }
     }
 }
@@ -79,8 +82,8 @@ impl PyGoal {
     // `chain_length` is read by `chain_length_from` (a SinewError for an int beyond i64, not
     // pyo3's OverflowError); the signature shown keeps its default of 0.
     #[pyo3(
-        signature = (bone, target, orientation = None, weight = 1.0, chain_length = None, pole_target = None, pole_angle = 0.0, use_tail = true),
-        text_signature = "(bone, target, orientation=None, weight=1.0, chain_length=0, pole_target=None, pole_angle=0.0, use_tail=True)"
+        signature = (bone, target, orientation = None, weight = 1.0, chain_length = None, pole_target = None, pole_angle = 0.0, use_tail = true, kind = "position", axis = None, direction = None, normal = None),
+        text_signature = "(bone, target, orientation=None, weight=1.0, chain_length=0, pole_target=None, pole_angle=0.0, use_tail=True, kind='position', axis=None, direction=None, normal=None)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -92,7 +95,13 @@ impl PyGoal {
         pole_target: Option<&Bound<'_, PyAny>>,
         pole_angle: f64,
         use_tail: bool,
+        kind: &str,
+        axis: Option<&Bound<'_, PyAny>>,
+        direction: Option<&Bound<'_, PyAny>>,
+        normal: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
+        let kind = sinew::GoalKind::from_fields(kind, read_opt_vec3(axis, "axis")?, read_opt_vec3(direction, "direction")?, read_opt_vec3(normal, "normal")?)
+            .map_err(GoalError::new_err)?;
         Ok(Self {
             bone: BoneSpec::from_py(bone)?,
             target: read_vec3(target, "target")?,
@@ -105,6 +114,7 @@ impl PyGoal {
             pole_target: read_opt_vec3(pole_target, "pole_target")?,
             pole_angle,
             use_tail,
+            kind,
         })
     }
 
@@ -114,7 +124,12 @@ impl PyGoal {
             BoneSpec::Name(n) => format!("{n:?}"),
         };
         let t = self.target;
-        format!("Goal({bone}, target=({}, {}, {}), weight={}, chain_length={})", t.x, t.y, t.z, self.weight, self.chain_length)
+        let kind = match self.kind.vector() {
+            Some(v) => format!(", kind={:?}, {}=({}, {}, {})", self.kind.name(), self.vector_name(), v.x, v.y, v.z),
+            None if self.kind != sinew::GoalKind::Position => format!(", kind={:?}", self.kind.name()),
+            None => String::new(),
+        };
+        format!("Goal({bone}, target=({}, {}, {}), weight={}, chain_length={}{kind})", t.x, t.y, t.z, self.weight, self.chain_length)
     }
 
     /// A copy of this goal.
@@ -213,5 +228,40 @@ impl PyGoal {
     #[setter]
     fn set_use_tail(&mut self, use_tail: bool) {
         self.use_tail = use_tail;
+    }
+
+    /// The goal's kind: "position", "orientation", "aim", "line", "plane" or "half_space".
+    #[getter]
+    fn get_kind(&self) -> &'static str {
+        self.kind.name()
+    }
+
+    /// The aim goal's bone axis (None for other kinds).
+    #[getter]
+    fn get_axis(&self) -> Option<(f64, f64, f64)> {
+        matches!(self.kind, sinew::GoalKind::Aim { .. }).then(|| self.kind.vector().map(xyz)).flatten()
+    }
+
+    /// The line goal's direction (None for other kinds).
+    #[getter]
+    fn get_direction(&self) -> Option<(f64, f64, f64)> {
+        matches!(self.kind, sinew::GoalKind::Line { .. }).then(|| self.kind.vector().map(xyz)).flatten()
+    }
+
+    /// The plane or half-space goal's normal (None for other kinds).
+    #[getter]
+    fn get_normal(&self) -> Option<(f64, f64, f64)> {
+        matches!(self.kind, sinew::GoalKind::Plane { .. } | sinew::GoalKind::HalfSpace { .. }).then(|| self.kind.vector().map(xyz)).flatten()
+    }
+}
+
+impl PyGoal {
+    /// The name of the kind's vector field (for `__repr__`).
+    fn vector_name(&self) -> &'static str {
+        match self.kind {
+            sinew::GoalKind::Aim { .. } => "axis",
+            sinew::GoalKind::Line { .. } => "direction",
+            _ => "normal",
+        }
     }
 }

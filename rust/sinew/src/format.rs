@@ -6,15 +6,21 @@ use glam::{DMat4, DQuat, DVec3};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::goal::{Goal, Pole};
+use crate::goal::{Goal, GoalKind, Pole};
 use crate::limits::JointLimit;
 use crate::pose::Pose;
 use crate::problem::{Problem, RootMode};
 use crate::rig::{Bone, Rig, rotation_from_head_tail};
 use crate::solver::{Method, SolveSettings, Solution, StopReason};
 
-/// The format tag this version reads and writes.
+/// The format tag of a file whose goals are all position goals: this version reads it, and
+/// older versions do.
 pub const FORMAT: &str = "sinew.problem/1";
+
+/// The format tag of a file with goals of other kinds (`"kind"`, with `axis`, `direction` or
+/// `normal`); this version reads it too. A `sinew.problem/1` file must not use them, so a
+/// version that reads only `/1` refuses such a file by its tag.
+pub const FORMAT_WITH_KINDS: &str = "sinew.problem/2";
 
 /// One bone in a problem file: rest given either as `matrix` (armature space, 4 rows, as
 /// Blender's `bone.matrix_local`) with `length`, or as `head`, `tail` and optional `roll`.
@@ -84,6 +90,28 @@ pub struct GoalFile {
     /// Pull the tail (default) or the head.
     #[serde(default = "yes")]
     pub use_tail: bool,
+    /// The goal's kind, one of `crate::GoalKind::NAMES` (default `"position"`; others need
+    /// [`FORMAT_WITH_KINDS`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// An aim goal's bone axis, in the bone's frame (default `[0, 1, 0]`, along the bone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub axis: Option<[f64; 3]>,
+    /// A line goal's direction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direction: Option<[f64; 3]>,
+    /// A plane or half-space goal's normal (into the allowed side for a half-space).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub normal: Option<[f64; 3]>,
+}
+
+impl GoalFile {
+    /// The goal's kind from `kind` and its vector field ([`GoalKind::from_fields`]).
+    fn goal_kind(&self, gi: usize) -> Result<GoalKind> {
+        let v = |a: Option<[f64; 3]>| a.map(DVec3::from_array);
+        GoalKind::from_fields(self.kind.as_deref().unwrap_or("position"), v(self.axis), v(self.direction), v(self.normal))
+            .map_err(|reason| Error::BadGoal { goal: gi, reason })
+    }
 }
 
 fn one() -> f64 {
@@ -196,8 +224,13 @@ impl ProblemFile {
     /// [`Error::Format`] with serde's message (line and column) or a wrong `format` tag.
     pub fn from_json(text: &str) -> Result<Self> {
         let file: ProblemFile = serde_json::from_str(text).map_err(|e| Error::Format(e.to_string()))?;
-        if file.format != FORMAT {
-            return Err(Error::Format(format!("format is \"{}\"; this version reads \"{FORMAT}\"", file.format)));
+        if file.format != FORMAT && file.format != FORMAT_WITH_KINDS {
+            return Err(Error::Format(format!("format is \"{}\"; this version reads \"{FORMAT}\" and \"{FORMAT_WITH_KINDS}\"", file.format)));
+        }
+        if file.format == FORMAT
+            && let Some(gi) = file.goals.iter().position(|g| g.kind.is_some() || g.axis.is_some() || g.direction.is_some() || g.normal.is_some())
+        {
+            return Err(Error::Format(format!("goal {gi} has a kind: goal kinds need \"format\": \"{FORMAT_WITH_KINDS}\"")));
         }
         Ok(file)
     }
@@ -284,6 +317,7 @@ impl ProblemFile {
                 chain_length: g.chain_length,
                 pole: g.pole.as_ref().map(|p| Pole { target: DVec3::from_array(p.target), angle: p.angle }),
                 use_tail: g.use_tail,
+                kind: g.goal_kind(gi)?,
             });
         }
         let mut problem = Problem::new(rig, goals, self.root)?;

@@ -47,7 +47,7 @@ pub mod solver;
 
 pub use error::{Error, Result};
 pub use format::{LoadedProblem, ProblemFile, SolutionFile};
-pub use goal::{Goal, Pole};
+pub use goal::{Demand, Goal, GoalKind, Pole};
 pub use limits::{ConeLimit, ConeShape, HingeLimit, JointLimit, LimitState, Swing, TwistLimit};
 pub use pose::{Frames, MAX_SCALE, MIN_SCALE, Pose};
 pub use problem::{Problem, RootMode, Topology};

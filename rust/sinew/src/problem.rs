@@ -5,7 +5,7 @@
 use glam::{DQuat, DVec3};
 
 use crate::error::{Error, Result};
-use crate::goal::Goal;
+use crate::goal::{Goal, GoalKind};
 use crate::pose::{Frames, MAX_SCALE, MIN_SCALE, Pose};
 use crate::rig::Rig;
 
@@ -371,6 +371,7 @@ impl Problem {
             .into_iter()
             .map(|mut g| {
                 g.orientation = g.orientation.map(unit_quat);
+                g.kind = unit_kind(g.kind);
                 g
             })
             .collect();
@@ -452,12 +453,40 @@ impl Problem {
     /// effector point to its target, and the angle (radians, 0 for a position goal) from the
     /// effector bone's frame to its target orientation. The one place a goal's error is
     /// measured for reporting ([`crate::Solution::residuals`]) and for "reached".
+    ///
+    /// For a line, plane or half-space goal the distance is to the nearest point of it; an
+    /// orientation or aim goal has distance 0 and the angle its bone must still turn
+    /// ([`Goal::demand`]).
     #[must_use]
     pub fn goal_errors(&self, gi: usize, frames: &Frames) -> (f64, f64) {
         let g = &self.goals[gi];
-        let distance = (frames.effector(g.bone, g.use_tail) - g.target).length();
-        let angle = g.orientation.map_or(0.0, |q| crate::geometry::angle_between(q, frames.rotations[g.bone]));
+        let rotation = frames.rotations[g.bone];
+        let demand = g.demand(rotation, frames.heads[g.bone], frames.effector(g.bone, g.use_tail));
+        let distance = if demand.point_counts { (frames.effector(g.bone, g.use_tail) - demand.point).length() } else { 0.0 };
+        let angle = demand.orientation.map_or(0.0, |q| crate::geometry::angle_between(q, rotation));
         (distance, angle)
+    }
+
+    /// Whether every goal is a position goal ([`GoalKind::Position`]), as every method's own
+    /// iterations take them; [`crate::solver::Solver::solve`] meets the other kinds through
+    /// [`Problem::as_position_goals`].
+    #[must_use]
+    pub fn has_only_position_goals(&self) -> bool {
+        self.goals.iter().all(|g| g.kind == GoalKind::Position)
+    }
+
+    /// Makes `out` (a clone of this problem, or its last output) the problem whose goals are
+    /// position goals asking what this problem's goals ask at the pose whose forward kinematics
+    /// is `frames` ([`Goal::demand`]): each goal's target becomes its demanded point, its
+    /// orientation the demanded one (so an orientation or aim goal is met to the angle
+    /// [`Problem::goal_met`] asks, not only to the distance its point moves by). Rig, limits, root, reference and topology are
+    /// this problem's (no goal kind changes which bones a goal moves).
+    pub(crate) fn as_position_goals(&self, frames: &Frames, out: &mut Problem) {
+        for (g, o) in self.goals.iter().zip(out.goals.iter_mut()) {
+            let rotation = frames.rotations[g.bone];
+            let demand = g.demand(rotation, frames.heads[g.bone], frames.effector(g.bone, g.use_tail));
+            *o = Goal { kind: GoalKind::Position, target: demand.point, orientation: demand.orientation, ..*g };
+        }
     }
 
     /// Whether goal `gi` is met within `tolerance` at the pose whose forward kinematics is
@@ -529,12 +558,24 @@ impl Problem {
     /// Sets or clears goal `i`'s target orientation.
     ///
     /// # Errors
-    /// [`Error::BadGoal`] for an index out of range or a non-finite or zero quaternion.
+    /// [`Error::BadGoal`] for an index out of range, a non-finite or zero quaternion, none for an
+    /// orientation goal or one for an aim goal.
     pub fn set_orientation(&mut self, i: usize, q: Option<DQuat>) -> Result<()> {
-        if let Some(q) = q {
-            check_quat(q).map_err(|reason| Error::BadGoal { goal: i, reason })?;
-        }
+        let changed = Goal { orientation: q, ..*self.goal_mut(i)? };
+        validate_goal(&self.rig, i, &changed)?;
         self.goal_mut(i)?.orientation = q.map(unit_quat);
+        Ok(())
+    }
+
+    /// Sets goal `i`'s kind (its axis, direction or normal kept at unit length).
+    ///
+    /// # Errors
+    /// [`Error::BadGoal`] for an index out of range, a zero or non-finite vector, an orientation
+    /// kind on a goal without orientation or an aim on a goal with one (nothing changes).
+    pub fn set_kind(&mut self, i: usize, kind: GoalKind) -> Result<()> {
+        let changed = Goal { kind, ..*self.goal_mut(i)? };
+        validate_goal(&self.rig, i, &changed)?;
+        self.goal_mut(i)?.kind = unit_kind(kind);
         Ok(())
     }
 
@@ -679,6 +720,17 @@ fn check_quat(q: DQuat) -> Result<(), String> {
     Ok(())
 }
 
+/// `kind` with its axis, direction or normal of unit length (validated as nonzero).
+fn unit_kind(kind: GoalKind) -> GoalKind {
+    match kind {
+        GoalKind::Aim { axis } => GoalKind::Aim { axis: axis.normalize() },
+        GoalKind::Line { direction } => GoalKind::Line { direction: direction.normalize() },
+        GoalKind::Plane { normal } => GoalKind::Plane { normal: normal.normalize() },
+        GoalKind::HalfSpace { normal } => GoalKind::HalfSpace { normal: normal.normalize() },
+        k => k,
+    }
+}
+
 fn validate_goal(rig: &Rig, i: usize, g: &Goal) -> Result<()> {
     let bad = |reason: String| Error::BadGoal { goal: i, reason };
     if g.bone >= rig.len() {
@@ -687,6 +739,24 @@ fn validate_goal(rig: &Rig, i: usize, g: &Goal) -> Result<()> {
     check_point(g.target, "target").map_err(bad)?;
     if let Some(q) = g.orientation {
         check_quat(q).map_err(|r| bad(format!("orientation: {r}")))?;
+    }
+    if let Some(v) = g.kind.vector() {
+        let name = match g.kind {
+            GoalKind::Aim { .. } => "axis",
+            GoalKind::Line { .. } => "direction",
+            _ => "normal",
+        };
+        // Scale-free: only its direction counts, so any finite nonzero length will do.
+        if !(v.is_finite() && v.normalize_or_zero() != DVec3::ZERO) {
+            return Err(bad(format!("{} goal: {name} {v} must be finite and nonzero", g.kind.name())));
+        }
+    }
+    match g.kind {
+        GoalKind::Orientation if g.orientation.is_none() => return Err(bad("an orientation goal needs an orientation".into())),
+        GoalKind::Aim { .. } if g.orientation.is_some() => {
+            return Err(bad("an aim goal sets the bone's direction, not its orientation: give it no orientation".into()));
+        }
+        _ => {}
     }
     if !(g.weight.is_finite() && g.weight > 0.0) {
         return Err(bad(format!("weight {} must be positive", g.weight)));

@@ -41,7 +41,7 @@ use proptest::prelude::*;
 use proptest::test_runner::RngSeed;
 use sinew::geometry::{angle_between, from_rotation_vector};
 use sinew::{
-    Bone, ConeLimit, Error, Goal, HingeLimit, JointLimit, Method, Pole, Pose, Problem, Rig, RootMode, Solution,
+    Bone, ConeLimit, Error, Goal, GoalKind, HingeLimit, JointLimit, Method, Pole, Pose, Problem, Rig, RootMode, Solution,
     SolveSettings, StopReason, Swing, TwistLimit,
 };
 
@@ -265,6 +265,7 @@ fn build_case(c: &Case, shape: Shape, limited: bool) -> Built {
             chain_length: g.chain_length,
             pole: g.pole.map(|p| Pole { target: p, angle: 0.0 }),
             use_tail: g.use_tail,
+            kind: GoalKind::Position,
         })
         .collect();
     let root = if c.free_root { RootMode::Free } else { RootMode::Pinned };
@@ -393,7 +394,7 @@ fn full_steps(method: Method) -> bool {
 
 /// The Jacobian family: steps from the start's Jacobian, a pole on a shared chain as a row.
 fn jacobian_family(method: Method) -> bool {
-    matches!(method, Method::Dls | Method::JacobianTranspose | Method::JacobianPinv | Method::SvdDls | Method::Sdls)
+    matches!(method, Method::Dls | Method::JacobianTranspose | Method::JacobianPinv | Method::SvdDls | Method::Sdls | Method::Nlp)
 }
 
 proptest! {
@@ -775,7 +776,7 @@ fn unsupported_set_ups_are_typed_errors() {
     }
     // The methods with a length unknown stretch a chain toward a target beyond its rigid reach.
     let far = Problem::new(stretchy, vec![Goal::new(3, DVec3::new(0.0, 6.0, 0.0))], RootMode::Pinned).unwrap();
-    for method in [Method::Fabrik, Method::Dls, Method::JacobianTranspose, Method::JacobianPinv, Method::SvdDls, Method::Sdls] {
+    for method in [Method::Fabrik, Method::Dls, Method::JacobianTranspose, Method::JacobianPinv, Method::SvdDls, Method::Sdls, Method::Nlp] {
         let s = SolveSettings { max_iterations: 1000, ..settings() };
         let sol = solve_within_contract(method, &far, &Pose::rest(4), s).unwrap().unwrap();
         assert!(sol.pose.scale(1) > 2.5, "{}: scale {} ({:?}, residual {:e})", method.name(), sol.pose.scale(1), sol.stop, sol.worst_residual());
@@ -785,7 +786,7 @@ fn unsupported_set_ups_are_typed_errors() {
 /// Names: every method is found by its name, in any case, and lists itself.
 #[test]
 fn every_method_is_found_by_name() {
-    assert_eq!(Method::ALL.map(Method::name), ["fabrik", "dls", "fabrik_classic", "ccd", "triangulation", "jacobian_transpose", "jacobian_pinv", "svd_dls", "sdls"]);
+    assert_eq!(Method::ALL.map(Method::name), ["fabrik", "dls", "fabrik_classic", "ccd", "triangulation", "jacobian_transpose", "jacobian_pinv", "svd_dls", "sdls", "nlp"]);
     for method in Method::ALL {
         assert_eq!(Method::from_name(method.name()).unwrap(), method);
         assert_eq!(Method::from_name(&method.name().to_uppercase()).unwrap(), method);

@@ -293,6 +293,7 @@ fn build_case(c: &Case, shape: Shape, limits: Limits) -> Built {
                 chain_length: g.chain_length,
                 pole: g.pole.map(|p| sinew::Pole { target: p, angle: 0.0 }),
                 use_tail: g.use_tail,
+                kind: sinew::GoalKind::Position,
             }
         })
         .collect();

@@ -293,6 +293,23 @@ static void problem_functions(void) {
     EXPECT(SINEW_STATUS_OK, sinew_problem_set_orientation(problem, 0, NULL));
     EXPECT(SINEW_STATUS_INVALID_GOAL, sinew_problem_set_pole_target(problem, 0, point)); /* no pole */
     EXPECT(SINEW_STATUS_NULL_ARGUMENT, sinew_problem_set_pole_target(problem, 0, NULL));
+    /* Goal kinds: unknown kinds, zero, misaligned and missing vectors, bad outputs. */
+    double normal[3] = {0, 0, 0};
+    uint32_t kind = 99;
+    EXPECT(SINEW_STATUS_NULL_ARGUMENT, sinew_problem_set_goal_kind(NULL, 0, SINEW_GOAL_KIND_PLANE, point));
+    EXPECT(SINEW_STATUS_INVALID_GOAL, sinew_problem_set_goal_kind(problem, 0, 1000000, point));
+    EXPECT(SINEW_STATUS_INVALID_GOAL, sinew_problem_set_goal_kind(problem, 0, SINEW_GOAL_KIND_PLANE, normal));
+    EXPECT(SINEW_STATUS_NULL_ARGUMENT, sinew_problem_set_goal_kind(problem, 0, SINEW_GOAL_KIND_LINE, NULL));
+    EXPECT(SINEW_STATUS_MISALIGNED_POINTER, sinew_problem_set_goal_kind(problem, 0, SINEW_GOAL_KIND_LINE, (const double *)(void *)(raw + 1)));
+    EXPECT(SINEW_STATUS_INVALID_GOAL, sinew_problem_set_goal_kind(problem, 0, SINEW_GOAL_KIND_ORIENTATION, NULL));
+    EXPECT(SINEW_STATUS_INVALID_GOAL, sinew_problem_set_goal_kind(problem, 9, SINEW_GOAL_KIND_POSITION, NULL));
+    normal[2] = NAN;
+    EXPECT(SINEW_STATUS_INVALID_GOAL, sinew_problem_set_goal_kind(problem, 0, SINEW_GOAL_KIND_HALF_SPACE, normal));
+    EXPECT(SINEW_STATUS_NULL_ARGUMENT, sinew_problem_get_goal_kind(problem, 0, NULL, NULL));
+    EXPECT(SINEW_STATUS_MISALIGNED_POINTER, sinew_problem_get_goal_kind(problem, 0, &kind, (double *)(void *)(raw + 1)));
+    EXPECT(SINEW_STATUS_INVALID_GOAL, sinew_problem_get_goal_kind(problem, 9, &kind, NULL));
+    EXPECT(SINEW_STATUS_OK, sinew_problem_get_goal_kind(problem, 0, &kind, NULL));
+    ASSERT(kind == SINEW_GOAL_KIND_POSITION);
 
     sinew_settings settings;
     EXPECT(SINEW_STATUS_NULL_ARGUMENT, sinew_problem_settings(problem, NULL));
@@ -329,7 +346,7 @@ static void solver_functions(void) {
     char raw[64];
     EXPECT(SINEW_STATUS_NULL_ARGUMENT, sinew_settings_default(NULL));
     EXPECT(SINEW_STATUS_OK, sinew_settings_default(&settings));
-    settings.method = 9;
+    settings.method = 10;
     EXPECT(SINEW_STATUS_INVALID_SETTING, sinew_solver_new(&settings, &solver));
     ASSERT(solver == NULL);
     settings.method = SINEW_METHOD_DLS;

@@ -270,6 +270,10 @@ class Goal:
         pole_target: Sequence[float] | _ArrayLike | None = None,
         pole_angle: float = 0.0,
         use_tail: bool = True,
+        kind: Literal["position", "orientation", "aim", "line", "plane", "half_space"] = "position",
+        axis: Sequence[float] | _ArrayLike | None = None,
+        direction: Sequence[float] | _ArrayLike | None = None,
+        normal: Sequence[float] | _ArrayLike | None = None,
     ) -> Goal:
         """Args:
             bone: the effector bone, index or name.
@@ -280,11 +284,21 @@ class Goal:
             pole_target: optional (3,) pole position: the chain's bend plane turns to contain it.
             pole_angle: extra rotation about the chain axis, radians.
             use_tail: pull the tail (True) or the head.
+            kind: what the goal asks (Jack's goal kinds): ``"position"`` (the effector point on
+                ``target``), ``"orientation"`` (only ``orientation`` counts), ``"aim"`` (the bone's
+                local ``axis``, default +Y, points from its head at ``target``), ``"line"`` (the
+                effector point on the line through ``target`` along ``direction``), ``"plane"``
+                (on the plane through ``target`` with ``normal``) or ``"half_space"`` (on the side
+                of that plane ``normal`` points to). Every method takes every kind.
+            axis, direction, normal: (3,) the vector the kind uses (any nonzero length).
 
         Raises ShapeError for a vector of the wrong shape, GoalError for a negative chain
         length or one beyond int64, UnknownBoneError for a negative index. When solving, a bone
         the rig does not have raises UnknownBoneError; NaN targets, targets and poles beyond
         1e12 rig units, weights outside [1e-12, 1e12] and more than 256 goals raise GoalError.
+        An unknown kind, a kind without the vector it needs or with one it does not use raise
+        GoalError here; a zero vector, an orientation goal without orientation or an aim with
+        one raise GoalError when solving.
         """
 
     def copy(self) -> Goal:
@@ -324,6 +338,18 @@ class Goal:
     def use_tail(self) -> bool: ...
     @use_tail.setter
     def use_tail(self, value: bool) -> None: ...
+    @property
+    def kind(self) -> str:
+        """The goal's kind: "position", "orientation", "aim", "line", "plane" or "half_space"."""
+    @property
+    def axis(self) -> tuple[float, float, float] | None:
+        """The aim goal's bone axis (None for other kinds)."""
+    @property
+    def direction(self) -> tuple[float, float, float] | None:
+        """The line goal's direction (None for other kinds)."""
+    @property
+    def normal(self) -> tuple[float, float, float] | None:
+        """The plane or half-space goal's normal (None for other kinds)."""
 
 @final
 class Solution:
@@ -433,7 +459,8 @@ class Solver:
                 ``"ccd"`` (cyclic coordinate descent) or ``"triangulation"`` (law of cosines, one
                 pass; one position goal on one chain, else UnsupportedError when solving), or the
                 rest of the Jacobian family for comparison: ``"jacobian_transpose"``,
-                ``"jacobian_pinv"``, ``"svd_dls"``, ``"sdls"`` (any case).
+                ``"jacobian_pinv"``, ``"svd_dls"``, ``"sdls"``, and ``"nlp"`` (Jack's nonlinear
+                programming: quasi-Newton steps that never raise the goals' potentials) (any case).
             max_iterations: iteration cap (>= 1, at most 2**32 - 1).
             tolerance: a goal is reached within this distance (rig units, > 0).
             stall_tolerance: stop when no effector moves more than this per iteration (>= 0).

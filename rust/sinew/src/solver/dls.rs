@@ -5,14 +5,15 @@
 //! the free root translates, each step `Δθ = Jᵀ (J Jᵀ + λ² I)⁻¹ e` with Levenberg–Marquardt's λ,
 //! then each bone is clamped to its limit. Position and orientation goals with their weights are
 //! used, and poles of chains that share bones with other goals (kept as one more residual); the
-//! pole of a lone chain is Blender's turn before solving, which is FABRIK's ([`crate::Pole`]) and
-//! not used here. A local method: from a start
+//! pole of a lone chain is Blender's turn before solving ([`crate::Pole`]), applied to the pose
+//! the steps start from, as every method applies it ([`IterationStart`]). A local method: from a start
 //! far from the targets it can settle in a local minimum that FABRIK's global steps avoid, which
 //! is why FABRIK takes the big moves and DLS the end game in [`super::Fabrik`].
 
 use glam::DQuat;
 
 use super::jacobian::DlsSteps;
+use super::prepare::IterationStart;
 use super::reference::{effective_reference, starts_near};
 use super::{Solution, SolveSettings, Solver, StopReason, begin_solve, settle};
 use crate::error::Result;
@@ -27,6 +28,7 @@ pub struct Dls {
     start_locals: Vec<DQuat>,
     reference: Pose,
     reference_frames: Frames,
+    start: IterationStart,
 }
 
 impl Dls {
@@ -47,7 +49,7 @@ impl Solver for Dls {
         &self.settings
     }
 
-    fn solve(&mut self, problem: &Problem, start: &Pose) -> Result<Solution> {
+    fn solve_positions(&mut self, problem: &Problem, start: &Pose) -> Result<Solution> {
         // (A start outside a limit is brought inside first: the steps keep every pose inside.)
         let settings = begin_solve(&self.settings, problem, start, &mut self.start_locals)?;
         let mut pose = Pose { rotations: self.start_locals.clone(), root_translation: start.root_translation, scales: super::start_scales(problem, start) };
@@ -59,7 +61,9 @@ impl Solver for Dls {
             }
             self.steps.refine_toward(problem, &mut pose, None, &self.reference, settings.tolerance, settings.max_iterations)
         } else {
-            self.steps.refine(problem, &mut pose, None, settings.tolerance, settings.max_iterations)
+            // Lone-chain poles turned first, as Blender's IK turns them before its iterations.
+            self.start.prepare(problem, start, &self.start_locals, settings.tolerance, &mut pose, &mut self.reference_frames);
+            self.steps.refine(problem, &mut pose, Some(&self.reference_frames), settings.tolerance, settings.max_iterations)
         };
         let stop = match () {
             () if out.reached => StopReason::Converged,

@@ -234,7 +234,7 @@ macro_rules! explicit_solver {
                 &self.0.settings
             }
 
-            fn solve(&mut self, problem: &crate::problem::Problem, start: &crate::pose::Pose) -> crate::error::Result<super::Solution> {
+            fn solve_positions(&mut self, problem: &crate::problem::Problem, start: &crate::pose::Pose) -> crate::error::Result<super::Solution> {
                 self.0.solve(problem, start)
             }
         }

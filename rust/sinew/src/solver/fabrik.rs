@@ -189,7 +189,7 @@ impl Solver for Fabrik {
     /// motion from it).
     ///
     /// Where bones may stretch ([`Problem::stretches`]), see `Fabrik::solve_stretching`.
-    fn solve(&mut self, problem: &Problem, start: &Pose) -> Result<Solution> {
+    fn solve_positions(&mut self, problem: &Problem, start: &Pose) -> Result<Solution> {
         if problem.stretches() && !problem.goals().is_empty() {
             return self.solve_stretching(problem, start);
         }

@@ -102,7 +102,7 @@ impl Solver for FabrikClassic {
     /// # Errors
     /// As [`Solver::solve`], and [`crate::Error::Unsupported`] for a pole on a chain another goal
     /// also moves, or a bone that may stretch carrying a goal (`solver/prepare.rs`).
-    fn solve(&mut self, problem: &Problem, start: &Pose) -> Result<Solution> {
+    fn solve_positions(&mut self, problem: &Problem, start: &Pose) -> Result<Solution> {
         let settings = begin_solve(&self.settings, problem, start, &mut self.start_locals)?;
         refuse_tree_poles(problem, self.name())?;
         refuse_stretch(problem, self.name())?;

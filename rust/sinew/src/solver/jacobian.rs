@@ -156,6 +156,9 @@ pub(crate) struct DlsSteps {
     pole_start: Vec<usize>,
     /// Per bone: the direction a clamp blocked (world, unit), if any.
     blocked: Vec<Option<DVec3>>,
+    /// Whether the last step applied had some bone clamped to its limit (its blocked direction
+    /// set): the active set of the limits changed.
+    last_step_clamped: bool,
     /// Goals whose pole is kept in a tree (see [`pole_swivel`]): one residual row each.
     tree_poles: Vec<usize>,
     /// Per goal: its first residual row.
@@ -938,18 +941,30 @@ impl DlsSteps {
     /// frames are `self.frames`, or `self.trial_frames` with `from_trial`. Returns the largest
     /// turn of a bone (radians).
     fn apply_step(&mut self, problem: &Problem, pose: &Pose, trial: &mut Pose, pull: f64, from_trial: bool) -> f64 {
+        self.apply_step_from(problem, pose, trial, pull, from_trial, None)
+    }
+
+    /// [`DlsSteps::apply_step`] with the step given either as `Jᵀ y` (`y` = `self.rhs`, when
+    /// `unknowns` is `None`) or as the unknowns' changes `Δθ` themselves (in `J`'s column order:
+    /// a bone turns by `gain · Σ_c a_c Δθ_c` about its head, a length's scale changes by
+    /// `gain · k · Δθ`, the root moves by `Δθ` in rig space).
+    fn apply_step_from(&mut self, problem: &Problem, pose: &Pose, trial: &mut Pose, pull: f64, from_trial: bool, unknowns: Option<&[f64]>) -> f64 {
         let rig = problem.rig();
         let y = &self.rhs;
         let y3 = |r: usize| DVec3::new(y[r], y[r + 1], y[r + 2]);
         let mut largest = 0.0f64;
+        let mut col = 0;
+        self.last_step_clamped = false;
         for (j, joint) in self.joints.iter().enumerate() {
             let links = &self.links[self.reach_start[j]..self.reach_start[j + 1]];
             let poles = &self.pole_links[self.pole_start[j]..self.pole_start[j + 1]];
             let toward = if pull > 0.0 { self.toward[j].0 * pull } else { DVec3::ZERO };
+            let given = unknowns.map(|u| &u[col..col + joint.count]);
+            col += joint.count;
             if let (Some(b), Some(k)) = (joint.bone, joint.stretch) {
                 // A length: its unknown's step is Σ_goals lever · y_pos; the scale changes by
                 // gain · k times it (and by the pull toward the reference's), within the bounds.
-                let x: f64 = links.iter().map(|l| l.lever.dot(y3(l.row))).sum();
+                let x: f64 = given.map_or_else(|| links.iter().map(|l| l.lever.dot(y3(l.row))).sum(), |u| u[0]);
                 let before = pose.scales[b];
                 let after = (before + joint.gain * k * x + toward.x).clamp(MIN_SCALE, MAX_SCALE);
                 trial.scales[b] = after;
@@ -960,7 +975,10 @@ impl DlsSteps {
             }
             let Some(b) = joint.bone else {
                 // The root's translation, kept in bone 0's rest frame.
-                let t = links.iter().map(|l| y3(l.row) * l.lever.x).sum::<DVec3>() + poles.iter().map(|p| p.per_axis * y[p.row]).sum::<DVec3>() + toward;
+                let t = given.map_or_else(
+                    || links.iter().map(|l| y3(l.row) * l.lever.x).sum::<DVec3>() + poles.iter().map(|p| p.per_axis * y[p.row]).sum::<DVec3>(),
+                    |u| DVec3::new(u[0], u[1], u[2]),
+                ) + toward;
                 trial.root_translation = pose.root_translation + rig.bone(0).rest_rotation.conjugate() * t;
                 continue;
             };
@@ -976,7 +994,9 @@ impl DlsSteps {
             {
                 self.blocked[b] = None;
             }
-            let turn = if joint.world_axes {
+            let turn = if let Some(u) = given {
+                (0..joint.count).map(|c| joint.axes[c] * u[c]).sum::<DVec3>()
+            } else if joint.world_axes {
                 goals_pull + poles.iter().map(|p| p.per_axis * y[p.row]).sum::<DVec3>()
             } else {
                 (0..joint.count)
@@ -1001,6 +1021,7 @@ impl DlsSteps {
                 // The world direction the clamp removed: base · rotvec(clamped · wanted⁻¹).
                 let base = world * local.conjugate();
                 self.blocked[b] = (base * rotation_vector((clamped * wanted.conjugate()).normalize())).try_normalize();
+                self.last_step_clamped = true;
             }
             trial.rotations[b] = clamped;
         }
@@ -1121,6 +1142,26 @@ impl DlsSteps {
         self.trial = trial;
         let moved = self.residual.iter().zip(&self.trial_residual).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
         (error, moved)
+    }
+
+    /// [`DlsSteps::try_step`] with the step given as the unknowns' changes `Δθ` (`n` entries,
+    /// in the order of [`DlsSteps::dense_jacobian`]'s columns), for a method whose step is not
+    /// in `J`'s row space (the quasi-Newton steps of `nlp`).
+    pub(super) fn try_step_unknowns(&mut self, problem: &Problem, pose: &Pose, dtheta: &[f64]) -> (f64, f64) {
+        let mut trial = std::mem::take(&mut self.trial);
+        trial.rotations.clone_from(&pose.rotations);
+        trial.root_translation = pose.root_translation;
+        trial.scales.clone_from(&pose.scales);
+        self.apply_step_from(problem, pose, &mut trial, 0.0, false, Some(dtheta));
+        let error = evaluate(problem, &self.tree_poles, &trial, &mut self.trial_frames, &mut self.trial_residual);
+        self.trial = trial;
+        let moved = self.residual.iter().zip(&self.trial_residual).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        (error, moved)
+    }
+
+    /// Whether the last step tried had some bone clamped to its limit.
+    pub(super) fn last_step_clamped(&self) -> bool {
+        self.last_step_clamped
     }
 
     /// `pose` becomes the last [`DlsSteps::try_step`]'s trial, with its frames and residual.

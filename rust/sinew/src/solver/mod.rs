@@ -5,8 +5,9 @@
 //! ([`JacobianTranspose`]), the pseudo-inverse ([`JacobianPinv`]), damped least squares through
 //! the SVD ([`SvdDls`]) and selectively damped least squares ([`Sdls`]); the report's FABRIK as
 //! written ([`FabrikClassic`]), CCD ([`Ccd`]) and triangulation ([`Triangulation`]) are there to
-//! compare with. Jack-style nonlinear programming is to come behind the same [`Solver`] trait, on
-//! the same [`Problem`] and [`Solution`]. Shared machinery: `jacobian` (the joint-space steps,
+//! compare with; [`Nlp`] is Jack's nonlinear programming. All behind the same [`Solver`] trait,
+//! on the same [`Problem`] and [`Solution`]; every method takes every goal kind
+//! ([`crate::GoalKind`]) through [`solve_goal_kinds`]. Shared machinery: `jacobian` (the joint-space steps,
 //! their unknowns, residual rows and clamping, which every Jacobian method uses), `gram` (their
 //! damped system, block by block), `explicit` (the loop of the methods that form `J` and factor
 //! it), `reference` (the reference pose and the pole turn) and `prepare` (where the paper methods
@@ -21,6 +22,7 @@ mod gram;
 mod jacobian;
 mod jacobian_pinv;
 mod jacobian_transpose;
+mod nlp;
 mod prepare;
 mod reference;
 mod sdls;
@@ -33,6 +35,7 @@ pub use fabrik::Fabrik;
 pub use fabrik_classic::FabrikClassic;
 pub use jacobian_pinv::JacobianPinv;
 pub use jacobian_transpose::JacobianTranspose;
+pub use nlp::Nlp;
 pub use sdls::Sdls;
 pub use svd_dls::SvdDls;
 pub use triangulation::Triangulation;
@@ -199,9 +202,89 @@ pub trait Solver: std::fmt::Debug + Send {
     /// ([`Problem::stretches`]) returns one length scale per bone ([`Pose::scales`]), 1 for every
     /// other bone.
     ///
+    /// Every kind of goal is met ([`crate::GoalKind`]); the residuals and `reached` are those of
+    /// [`Problem::goal_errors`]. A method's own iterations take position goals
+    /// ([`Solver::solve_positions`]); goals of other kinds are met in rounds
+    /// ([`solve_goal_kinds`]).
+    ///
     /// # Errors
-    /// [`Error::ShapeMismatch`] or [`Error::NonFinite`] for a start pose that does not fit the rig.
-    fn solve(&mut self, problem: &Problem, start: &Pose) -> Result<Solution>;
+    /// [`Error::ShapeMismatch`] or [`Error::NonFinite`] for a start pose that does not fit the rig;
+    /// [`Error::Unsupported`] for a problem the method cannot solve.
+    fn solve(&mut self, problem: &Problem, start: &Pose) -> Result<Solution> {
+        solve_goal_kinds(self, problem, start)
+    }
+
+    /// The method itself: [`Solver::solve`] for a problem whose goals are all position goals
+    /// (each with an optional orientation; [`Problem::has_only_position_goals`]). Given goals of
+    /// other kinds it reads each one's `target` as a point.
+    ///
+    /// # Errors
+    /// As [`Solver::solve`].
+    fn solve_positions(&mut self, problem: &Problem, start: &Pose) -> Result<Solution>;
+}
+
+/// At most this many rounds of [`solve_goal_kinds`].
+const KIND_ROUNDS: usize = 16;
+
+/// Solves `problem`, whose goals may be of any kind, with `solver`'s method, which takes position
+/// goals: in rounds, each solving the position problem of what the goals ask at the pose the
+/// round starts from ([`Problem::as_position_goals`], [`crate::Goal::demand`]): a line, plane
+/// or half-space goal's nearest point to the effector, an orientation or aim goal's bone turned
+/// in place. The report's projection of the target onto the goal each iteration (TR §3.7, for
+/// constraints other than points), done each round, so every method honours every kind.
+///
+/// The rounds stop once every goal is met, after a round that did not lower the problem's own
+/// error (the sum over goals of the squared distance and the squared angle times the chain's
+/// reach), or once the solver's iteration cap is spent. Since the nearest point of a line,
+/// plane or half-space is no further than any other point of it, and an aim's shortest arc is
+/// the smallest turn that aims, a round that meets its position goals better also meets the
+/// goals better: the error never rises from round to round. A problem of position goals is
+/// solved in one call, as [`Solver::solve_positions`].
+///
+/// # Errors
+/// The errors of the method's [`Solver::solve_positions`].
+pub fn solve_goal_kinds<S: Solver + ?Sized>(solver: &mut S, problem: &Problem, start: &Pose) -> Result<Solution> {
+    if problem.has_only_position_goals() {
+        return solver.solve_positions(problem, start);
+    }
+    let settings = solver.settings().validated()?;
+    problem.check_pose(start)?;
+    let error = |frames: &Frames| -> f64 {
+        (0..problem.goals().len())
+            .map(|gi| {
+                let (d, a) = problem.goal_errors(gi, frames);
+                d * d + (a * problem.angle_scale(gi)).powi(2)
+            })
+            .sum()
+    };
+    let mut positions = problem.clone();
+    let mut pose = start.clone();
+    let mut frames = problem.rig().forward(&pose);
+    let mut last_error = f64::INFINITY;
+    let (mut iterations, mut stop) = (0u32, StopReason::Stalled);
+    for _ in 0..KIND_ROUNDS {
+        problem.as_position_goals(&frames, &mut positions);
+        let solution = solver.solve_positions(&positions, &pose)?;
+        iterations = iterations.saturating_add(solution.iterations);
+        stop = solution.stop;
+        let now = problem.rig().forward(&solution.pose);
+        let e = error(&now);
+        if e > last_error {
+            // (Not expected, by the argument above; kept out of the answer all the same.)
+            break;
+        }
+        (pose, frames) = (solution.pose, now);
+        let met = (0..problem.goals().len()).all(|gi| problem.goal_met(gi, &frames, settings.tolerance));
+        if met || e >= last_error * (1.0 - 1e-9) {
+            break;
+        }
+        if iterations >= settings.max_iterations {
+            stop = StopReason::IterationLimit;
+            break;
+        }
+        last_error = e;
+    }
+    Ok(Solution::of_solved(problem, pose, &frames, iterations, stop, settings.tolerance))
 }
 
 /// What every solve begins with: the settings checked, `start` checked against the problem's rig,
@@ -254,12 +337,15 @@ pub enum Method {
     SvdDls,
     /// Buss & Kim's selectively damped least squares (TR §3.2.6).
     Sdls,
+    /// Jack's nonlinear programming (Zhao & Badler 1994): the goals' potentials minimised by
+    /// quasi-Newton steps that never raise them, within the limits.
+    Nlp,
 }
 
 impl Method {
     /// Every method, for listings; a method's index here is its number in the C ABI
     /// (`sinew_method`).
-    pub const ALL: [Method; 9] = [
+    pub const ALL: [Method; 10] = [
         Method::Fabrik,
         Method::Dls,
         Method::FabrikClassic,
@@ -269,11 +355,12 @@ impl Method {
         Method::JacobianPinv,
         Method::SvdDls,
         Method::Sdls,
+        Method::Nlp,
     ];
 
     /// The method called `name` (`"fabrik"`, `"dls"`, `"fabrik_classic"`, `"ccd"`,
-    /// `"triangulation"`, `"jacobian_transpose"`, `"jacobian_pinv"`, `"svd_dls"`, `"sdls"`; any
-    /// case).
+    /// `"triangulation"`, `"jacobian_transpose"`, `"jacobian_pinv"`, `"svd_dls"`, `"sdls"`, `"nlp"`;
+    /// any case).
     ///
     /// # Errors
     /// [`Error::UnknownMethod`] for an unknown name.
@@ -297,6 +384,7 @@ impl Method {
             Self::JacobianPinv => "jacobian_pinv",
             Self::SvdDls => "svd_dls",
             Self::Sdls => "sdls",
+            Self::Nlp => "nlp",
         }
     }
 
@@ -316,6 +404,7 @@ impl Method {
             Self::JacobianPinv => Box::new(JacobianPinv::new(settings)),
             Self::SvdDls => Box::new(SvdDls::new(settings)),
             Self::Sdls => Box::new(Sdls::new(settings)),
+            Self::Nlp => Box::new(Nlp::new(settings)),
         })
     }
 }

@@ -94,7 +94,7 @@ impl Solver for Triangulation {
 
     /// # Errors
     /// As [`Solver::solve`], and [`Error::Unsupported`] for what the type's docs list.
-    fn solve(&mut self, problem: &Problem, start: &Pose) -> Result<Solution> {
+    fn solve_positions(&mut self, problem: &Problem, start: &Pose) -> Result<Solution> {
         let settings = begin_solve(&self.settings, problem, start, &mut self.start_locals)?;
         self.check_supported(problem)?;
         let rig = problem.rig();
