@@ -35,3 +35,4 @@ def unregister():
     for m in reversed(_modules):
         m.unregister()
     rig_reader.invalidate_analysis()
+    pipeline.forget_compare_results()

@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Sinew's operators: Solve IK, Bake IK to Keyframes, Restore IK Constraints, Export IK Problem.
+"""Sinew's operators: Solve IK, Bake IK to Keyframes, Compare IK Methods, Restore IK Constraints,
+Export IK Problem.
 
-Where they are: Pose > Inverse Kinematics (Solve IK, Restore IK Constraints), Pose > Animation and
-Object > Animation (Bake IK to Keyframes, for an armature), the Sinew tab of the sidebar, and F3.
-Solve, Bake and Restore act on every armature in Pose Mode (multi-object editing), one engine
-call per armature.
+Where they are: Pose > Inverse Kinematics (Solve IK, Restore IK Constraints), Pose > Animation
+and Object > Animation (Bake IK to Keyframes, for an armature), the Sinew tab of the sidebar (all
+of them; Compare IK Methods in its Method Comparison panel), and F3. Solve, Bake and Restore act
+on every armature in Pose Mode (multi-object editing), one engine call per armature; Compare IK
+Methods on the active armature, one engine call per method, and it changes nothing.
 
 No operator lets an exception out as a traceback: a ReadError is the user's report, and anything
 else is reported as a Sinew failure (the work behind them changes nothing before it can succeed)."""
@@ -495,6 +497,67 @@ class SINEW_OT_bake(_SolverProps, bpy.types.Operator):
         return {'RUNNING_MODAL'}
 
 
+def solve_ik_settings(context) -> pipeline.Settings:
+    """The settings Solve IK would use if run now: its last-used iterations, tolerance, root and
+    Only Selected Bones, which Blender keeps for the next run (defaults until it has run)."""
+    return _SolverProps.settings(context.window_manager.operator_properties_last(SINEW_OT_solve.bl_idname))
+
+
+def compare_report(doc):
+    """(level, text) of a comparison: the fastest method that reached every goal, and how many
+    reached, missed or do not apply (the sidebar's Method Comparison panel lists them)."""
+    rows = doc["methods"]
+    reached = sum(1 for r in rows if r["reached"] and not r["failed"])
+    na = [r["method"] for r in rows if r["unsupported"]]
+    failed = [r["method"] for r in rows if r["failed"]]
+    missed = len(rows) - reached - len(na) - len(failed)
+    best = next((r for r in rows if r["method"] == doc["best"]), None)
+    lead = "no method reached every goal"
+    if best is not None:
+        lead = (f"fastest to reach {'the goal' if doc['goals'] == 1 else 'every goal'}: {best['method']} "
+                f"({best['ms']:.3g} ms, {_count(best['iterations'], 'iteration')})")
+    parts = [f"{reached} reached"] + ([f"{missed} missed"] if missed else [])
+    parts += [f"not applicable: {', '.join(na)}"] if na else []
+    parts += [f"failed: {', '.join(failed)}"] if failed else []
+    level = {'WARNING'} if failed else {'INFO'}
+    return level, (f'Sinew compared {_count(len(rows), "method")} on "{doc["armature"]}" at frame {doc["frame"]}: '
+                   f"{lead}; {', '.join(parts)} (sidebar: Method Comparison); the pose is unchanged")
+
+
+class SINEW_OT_compare_methods(bpy.types.Operator):
+    bl_idname = "sinew.compare_methods"
+    bl_label = "Compare IK Methods"
+    bl_description = ("Solve the active armature's IK goals at the current frame with every Sinew method, as Solve "
+                      "IK would, and list each one's error, iterations and time in the sidebar; the pose is not "
+                      "changed")
+    # Read-only, as Blender's Copy Global Transform: it changes no data, so it pushes no undo step
+    # (and has no redo panel). The settings are Solve IK's (solve_ik_settings).
+    bl_options = {'REGISTER'}
+
+    @classmethod
+    def poll(cls, context):
+        return _poll_editable_armature(cls, context)
+
+    def execute(self, context):
+        ob = _active_armature(context)
+        if ob is None:
+            self.report({'ERROR'}, "The active object is not an armature")
+            return {'CANCELLED'}
+        try:
+            doc = pipeline.compare_methods(context, ob, solve_ik_settings(context))
+        except ReadError as ex:
+            self.report({'ERROR'}, str(ex))
+            return {'CANCELLED'}
+        except Exception as ex:  # a bug: never a traceback in the UI
+            return _failed(self, ex)
+        pipeline.store_compare_results(ob, doc)
+        for area in (context.screen.areas if context.screen is not None else ()):
+            if area.type == 'VIEW_3D':
+                area.tag_redraw()
+        self.report(*compare_report(doc))
+        return {'FINISHED'}
+
+
 class SINEW_OT_restore_constraints(bpy.types.Operator):
     bl_idname = "sinew.restore_constraints"
     bl_label = "Restore IK Constraints"
@@ -584,7 +647,8 @@ class SINEW_OT_export_problem(_SolverProps, bpy.types.Operator, ExportHelper):
 # -- Menus ------------------------------------------------------------------------------------
 # Pose > Inverse Kinematics (VIEW3D_MT_pose_ik) gets Solve IK and Restore IK Constraints; the
 # Animation menu (VIEW3D_MT_object_animation: Pose > Animation in Pose Mode, Object > Animation
-# in Object Mode) gets the bake, next to Bake Action. Once each, and F3 finds them there.
+# in Object Mode) gets the bake, next to Bake Action. Once each, and F3 finds them there. The
+# commands that change nothing (Compare IK Methods, Export IK Problem) are in the sidebar and F3.
 
 
 def menu_pose_ik(self, context):
@@ -605,7 +669,8 @@ def menu_animation(self, context):
 
 MENUS = (("VIEW3D_MT_pose_ik", menu_pose_ik), ("VIEW3D_MT_object_animation", menu_animation))
 
-classes = (SINEW_OT_solve, SINEW_OT_bake, SINEW_OT_restore_constraints, SINEW_OT_export_problem)
+classes = (SINEW_OT_solve, SINEW_OT_bake, SINEW_OT_compare_methods, SINEW_OT_restore_constraints,
+           SINEW_OT_export_problem)
 
 
 def register():

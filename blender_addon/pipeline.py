@@ -15,6 +15,8 @@ headless Blender has no modal loop).
   samples each frame's FK pose of the moved bones (their action-evaluated local rotations, which
   IK constraints never change) as that frame's reference pose for ``solve_sequence``.
   ``BakeBatch`` runs one job per armature: all sample and solve, then all write, then all measure.
+* ``compare_methods``: what ``solve_pose`` would solve, solved once by every method and written
+  nowhere; the results are kept in memory for the sidebar (``compare_results``).
 * ``problem_document``: the exact problem as ``sinew.problem/1`` JSON.
 
 Every read and check happens before the first write: an error leaves the scene as it was.
@@ -26,7 +28,7 @@ import json
 import math
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import bpy
 import numpy as np
@@ -53,12 +55,23 @@ def method_names() -> list[str]:
 METHOD_INFO = {
     "fabrik": ("FABRIK", "Forward and backward reaching IK, finished with damped least squares steps"),
     "dls": ("Damped Least Squares", "Jacobian damped least squares steps"),
+    "fabrik_classic": ("FABRIK (Classic)", "The FABRIK tech report's algorithm as written, for comparison"),
+    "ccd": ("CCD", "Cyclic coordinate descent, from the effector to the root, for comparison"),
+    "triangulation": ("Triangulation", "The law of cosines in one pass: one position goal on one chain"),
+    "jacobian_transpose": ("Jacobian Transpose", "Steps along the Jacobian's transpose, for comparison"),
+    "jacobian_pinv": ("Jacobian Pseudo-Inverse", "Steps through the Jacobian's pseudo-inverse (SVD), for comparison"),
+    "svd_dls": ("SVD-DLS", "Damped least squares through the Jacobian's SVD, for comparison"),
+    "sdls": ("SDLS", "Selectively damped least squares (Buss and Kim), for comparison"),
 }
 
 
 def method_label(name: str) -> str:
+    """The method's label; a method the add-on does not know by its name, words of up to three
+    letters as an acronym ("svd_dls" would be "SVD DLS")."""
     info = METHOD_INFO.get(name)
-    return info[0] if info else name.replace("_", " ").title()
+    if info:
+        return info[0]
+    return " ".join(w.upper() if len(w) <= 3 else w.title() for w in name.split("_") if w)
 
 
 def method_description(name: str) -> str:
@@ -248,17 +261,58 @@ class PendingSolve:
         return res
 
 
+@dataclass
+class SolveInput:
+    """What Solve IK hands the engine for one armature at the current frame (``read_solve_input``):
+    the problem, the targets (influence applied), and the current pose, which is both where the
+    solve starts and its reference pose. Compare IK Methods solves the same input."""
+
+    problem: rig_reader.RigProblem
+    targets: tuple                 # (G, 3) targets, (G, 4) orientations wxyz, (G, 3) poles: armature space
+    pose: np.ndarray               # (N, 4) wxyz, the pose before IK
+    root_translation: np.ndarray   # (3,)
+
+    def engine_goals(self):
+        return self.problem.engine_goals(*self.targets)
+
+    def solve(self, solver, root: str, goals=None):
+        """The one engine call of a solve: ``(solution, seconds spent in the call)``. ``goals``:
+        ``engine_goals()``, made here when not given. Raises the engine's SinewError."""
+        goals = self.engine_goals() if goals is None else goals
+        t0 = time.perf_counter()
+        sol = solver.solve(self.problem.rig, goals, pose=self.pose, root_translation=self.root_translation,
+                           root=root, reference=self.pose, reference_root_translation=self.root_translation)
+        return sol, time.perf_counter() - t0
+
+
+def read_solve_input(context, ob, settings: Settings) -> SolveInput:
+    """Reads armature ``ob`` as Solve IK solves it at the current frame, changing nothing
+    (ReadError, NoGoalsError when it has no goal to solve)."""
+    depsgraph = context.evaluated_depsgraph_get()
+    problem = rig_reader.read(ob, depsgraph=depsgraph, only_selected=settings.only_selected)
+    targets = problem.sample_goals(depsgraph)
+    problem.check_samples(*(a[None] for a in targets), [context.scene.frame_current])
+    pose, root_t = problem.pose_from_bones(ob.pose.bones)
+    # The current pose is the pose before IK (IK constraints never change the bones' own
+    # rotation channels): it is both where the solve starts and where the freedom the goals
+    # leave falls back to, so a goal already met leaves the pose as it is.
+    # IK constraint influence as Blender applies it: pole-less goals move toward the effector's
+    # pose before IK (here); chains with a pole are blended with it after solving (prepare_solve).
+    tg, orients, poles = (np.array(a, dtype=np.float64)[None] for a in targets)
+    problem.blend_goals(lambda _k: problem.rig, tg, orients, np.asarray(pose, dtype=np.float64)[None],
+                        np.asarray(root_t, dtype=np.float64)[None])
+    return SolveInput(problem, (tg[0], orients[0], poles[0]), pose, root_t)
+
+
 def prepare_solve(context, ob, settings: Settings, *, key: bool = True) -> PendingSolve:
     """Reads armature ``ob`` and solves it at the current frame from its current pose, changing
     nothing (ReadError, NoGoalsError when it has no goal to solve). See ``solve_pose``."""
     sinew = engine()
     t0 = time.perf_counter()
     check_editable(ob)
-    depsgraph = context.evaluated_depsgraph_get()
-    problem = rig_reader.read(ob, depsgraph=depsgraph, only_selected=settings.only_selected)
+    inp = read_solve_input(context, ob, settings)
+    problem = inp.problem
     solver = settings.solver()
-    targets = problem.sample_goals(depsgraph)
-    problem.check_samples(*(a[None] for a in targets), [context.scene.frame_current])
     root_bone = problem.root_bone if settings.root == "free" else None
     if root_bone is not None and not ob.data.bones[root_bone].use_local_location:
         raise ReadError(f'Bone "{root_bone}": Local Location is off (Bone properties > Relations), so Sinew cannot '
@@ -268,29 +322,18 @@ def prepare_solve(context, ob, settings: Settings, *, key: bool = True) -> Pendi
         if ad is not None and ad.action is not None and not ad.action.is_editable:
             raise ReadError(f'Action "{ad.action.name}" is linked and cannot be keyed: turn Insert Keyframes off, '
                             "or give the object a local action")
-    pose, root_t = problem.pose_from_bones(ob.pose.bones)
-    # The current pose is the pose before IK (IK constraints never change the bones' own
-    # rotation channels): it is both where the solve starts and where the freedom the goals
-    # leave falls back to, so a goal already met leaves the pose as it is.
-    # IK constraint influence as Blender applies it: pole-less goals move toward the effector's
-    # pose before IK; chains with a pole are blended with it after solving.
-    pose_f = np.asarray(pose, dtype=np.float64)[None]
-    tg, orients, poles = (np.array(a, dtype=np.float64)[None] for a in targets)
-    problem.blend_goals(lambda _k: problem.rig, tg, orients, pose_f, np.asarray(root_t, dtype=np.float64)[None])
-    targets = (tg[0], orients[0], poles[0])
     try:
-        sol = solver.solve(problem.rig, problem.engine_goals(*targets), pose=pose, root_translation=root_t,
-                           root=settings.root, reference=pose, reference_root_translation=root_t)
+        sol, _seconds = inp.solve(solver, settings.root)
     except sinew.SinewError as ex:
         raise ReadError(f"Sinew could not solve: {ex}") from ex
     rotations = np.array(sol.rotations, dtype=np.float64)
     # A stretch is keyed as a uniform pose scale, each bone's length over its parent's.
     scales = problem.local_scales(np.array(sol.scales, dtype=np.float64))[None] if problem.stretches else None
-    problem.blend_result(pose_f, rotations[None], scales)
+    problem.blend_result(np.asarray(inp.pose, dtype=np.float64)[None], rotations[None], scales)
     if not np.all(np.isfinite(rotations)) or (scales is not None and not np.all(np.isfinite(scales))):
         raise ReadError("Sinew returned a non-finite pose; nothing was changed")
     return PendingSolve(ob, problem, settings, sol, rotations, root_bone, key, context.scene.frame_current, t0,
-                        scales[0] if scales is not None else None, targets[0])
+                        scales[0] if scales is not None else None, inp.targets[0])
 
 
 def solve_pose(context, ob, settings: Settings, *, key: bool = True, keying_set=None) -> SolveResult:
@@ -337,6 +380,97 @@ def solve_poses(context, obs, settings: Settings, *, key: bool = True, keying_se
     context.view_layer.update()
     depsgraph = context.evaluated_depsgraph_get()
     return [p.finish(depsgraph) for p in pending], skipped
+
+
+# --------------------------------------------------------------------------------------------
+# Compare IK Methods: the problem Solve IK would solve, solved by every method, nothing written
+# --------------------------------------------------------------------------------------------
+
+_UNSUPPORTED_PREFIX = re.compile(r'^method "[^"]*" cannot solve this problem: ')
+
+
+def short_reason(message: str) -> str:
+    """The gist of an UnsupportedError's message, for a panel row: without the leading
+    ``method "x" cannot solve this problem:``, up to the first parenthesis or semicolon."""
+    text = _UNSUPPORTED_PREFIX.sub("", str(message).strip())
+    for stop in (" (", "; "):
+        k = text.find(stop)
+        if k > 0:
+            text = text[:k]
+    return text.rstrip(" :;,.")
+
+
+def compare_methods(context, ob, settings: Settings) -> dict:
+    """Solves what Solve IK would solve for armature ``ob`` at the current frame
+    (``read_solve_input``, ``settings`` but its method) once with every method of
+    ``method_names()``, writing nothing. A document for the Method Comparison panel:
+    ``{"armature", "frame", "goals", "orientation" (whether some goal has one), "max_iterations",
+    "tolerance", "root", "only_selected", "best" (the method that reached every goal in the least
+    time, or None), "methods": [row]}``, a row per method in the engine's order: ``{"method",
+    "reached", "position" (worst distance left, armature space), "orientation" (worst degrees, or
+    None), "iterations", "ms" (the one engine call, time.perf_counter), "stop", "unsupported" (the
+    UnsupportedError's message, or None), "failed" (any other engine error, or None)}``."""
+    sinew = engine()
+    names = method_names()
+    inp = read_solve_input(context, ob, settings)
+    replace(settings, method=names[0]).solver()  # a bad setting: ReadError, before any solve
+    try:
+        goals = inp.engine_goals()
+    except sinew.SinewError as ex:
+        raise ReadError(f"Sinew could not solve: {ex}") from ex
+    orientation = any(g.use_orientation for g in inp.problem.goals)
+    rows = []
+    for name in names:
+        row = {"method": name, "reached": False, "position": None, "orientation": None, "iterations": None,
+               "ms": None, "stop": None, "unsupported": None, "failed": None}
+        try:
+            solver = replace(settings, method=name).solver()
+            sol, seconds = inp.solve(solver, settings.root, goals)
+        except sinew.UnsupportedError as ex:
+            row["unsupported"] = str(ex)
+        except (sinew.SinewError, ReadError) as ex:
+            row["failed"] = str(ex)
+        else:
+            res = np.asarray(sol.residuals, dtype=np.float64)
+            row.update(reached=bool(sol.reached), position=float(res.max()) if res.size else 0.0,
+                       iterations=int(sol.iterations), ms=seconds * 1000.0, stop=str(sol.stop_reason))
+            if orientation:
+                ori = np.asarray(sol.orientation_residuals, dtype=np.float64)
+                row["orientation"] = float(np.degrees(ori.max())) if ori.size else 0.0
+            if not np.all(np.isfinite(np.asarray(sol.rotations, dtype=np.float64))):
+                row.update(reached=False, failed="returned a non-finite pose")
+        rows.append(row)
+    reached = [r for r in rows if r["reached"] and r["failed"] is None]
+    best = min(reached, key=lambda r: r["ms"])["method"] if reached else None
+    return {"armature": ob.name, "frame": int(context.scene.frame_current), "goals": len(inp.problem.goals),
+            "orientation": orientation, "max_iterations": int(settings.max_iterations),
+            "tolerance": float(settings.tolerance), "root": settings.root,
+            "only_selected": bool(settings.only_selected), "best": best, "methods": rows}
+
+
+# Kept in memory, per object (its session_uid), not on the object: the comparison is a read-only
+# command (no undo step), so it must not change Blender data, and timings of one session and one
+# pose have no place in the saved file. Gone when Blender restarts or the add-on is disabled.
+_comparisons: dict = {}
+
+
+def store_compare_results(ob, doc: dict) -> None:
+    """Keeps ``compare_methods``' document for ``ob`` (for the sidebar's Method Comparison)."""
+    if len(_comparisons) > 32:
+        _comparisons.clear()
+    _comparisons[ob.session_uid] = doc
+
+
+def compare_results(ob) -> dict | None:
+    """What ``store_compare_results`` kept for ``ob``, or None."""
+    try:
+        return _comparisons.get(ob.session_uid)
+    except (AttributeError, ReferenceError):
+        return None
+
+
+def forget_compare_results() -> None:
+    _comparisons.clear()
 
 
 # --------------------------------------------------------------------------------------------
@@ -1223,13 +1357,8 @@ def _limit_json(d):
 
 
 def export_problem(context, ob, settings: Settings) -> dict:
-    depsgraph = context.evaluated_depsgraph_get()
-    problem = rig_reader.read(ob, depsgraph=depsgraph, only_selected=settings.only_selected)
-    targets = problem.sample_goals(depsgraph)
-    pose, root_t = problem.pose_from_bones(ob.pose.bones)
-    # Influence as Solve IK applies it before solving (pole-less goals move toward the pose
-    # before IK); the blend after solving of poled chains has no place in the format.
-    tg, orients, poles = (np.array(a, dtype=np.float64)[None] for a in targets)
-    problem.blend_goals(lambda _k: problem.rig, tg, orients, np.asarray(pose, dtype=np.float64)[None],
-                        np.asarray(root_t, dtype=np.float64)[None])
-    return problem_document(problem, tg[0], orients[0], poles[0], pose, root_t, settings)
+    """The problem Solve IK would solve for ``ob`` now (``read_solve_input``: influence applied to
+    the targets as before solving; the blend after solving of poled chains has no place in the
+    format), as ``sinew.problem/1``."""
+    inp = read_solve_input(context, ob, settings)
+    return problem_document(inp.problem, *inp.targets, inp.pose, inp.root_translation, settings)

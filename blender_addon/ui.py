@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import math
+import textwrap
+
 import bpy
 
 from . import pipeline, rig_reader
@@ -219,8 +222,107 @@ def draw_last_bake(layout, doc):
             col.label(text=f"In Blender {g['blender']:.3g} at frame {g.get('blender_frame')}")
 
 
+class VIEW3D_PT_sinew_compare(_SidebarPanel, bpy.types.Panel):
+    bl_parent_id = "VIEW3D_PT_sinew"
+    bl_label = "Method Comparison"
+
+    def draw(self, context):
+        layout = self.layout
+        layout.operator("sinew.compare_methods", icon='SORTTIME')
+        doc = pipeline.compare_results(context.object)
+        if doc is not None:
+            region = getattr(context, "region", None)
+            # Characters a line of the sidebar holds, for the reasons of the methods that refuse.
+            chars = int(region.width / (7 * context.preferences.system.ui_scale)) if region is not None else 40
+            draw_comparison(layout, doc, context.scene, max(chars, 20))
+
+
+def format_length(scene, value) -> str:
+    """A length in armature space (as the solver's tolerance) in the scene's units, as Blender
+    shows a distance: ``12.3 µm``, ``4.2 mm`` (plain with the unit system None)."""
+    if value is None:
+        return "-"
+    value = float(value)
+    if not math.isfinite(value):
+        return str(value)
+    units = scene.unit_settings
+    if units.system == 'NONE':
+        return f"{value:.3g}"
+    return bpy.utils.units.to_string(units.system, 'LENGTH', value * units.scale_length, precision=3)
+
+
+def format_degrees(value) -> str:
+    if value is None:
+        return "-"
+    value = float(value)
+    return "0°" if 0.0 <= value < 5e-4 else f"{value:.2g}°"
+
+
+def _cells(layout, factors):
+    """A table row: a cell per factor (its share of what the cells before it left), then one
+    cell for the rest."""
+    cells = []
+    rest = layout
+    for f in factors:
+        split = rest.split(factor=f, align=True)
+        cells.append(split.row(align=True))
+        rest = split
+    cells.append(rest.row(align=True))
+    return cells
+
+
+def draw_comparison(layout, doc, scene, chars=40):
+    """Compare IK Methods' results (``pipeline.compare_methods``) as a table: a row per method
+    with whether it reached every goal, its worst distance left (and angle, where a goal has an
+    orientation), its iterations and the engine call's time; the fastest that reached is starred,
+    and a method that refuses the problem says why (wrapped to ``chars`` characters a line)."""
+    goals = doc.get("goals", 0)
+    layout.label(text=f"Frame {doc.get('frame')}: {goals} goal{'s' if goals != 1 else ''}, "
+                      f"{doc.get('max_iterations')} iterations, tolerance {format_length(scene, doc.get('tolerance'))}",
+                 icon='TIME')
+    if doc.get("frame") != scene.frame_current:
+        layout.label(text=f"Compared at frame {doc.get('frame')}, not this one", icon='ERROR')
+    angles = bool(doc.get("orientation"))
+    # Method | Error | (Angle) | Iterations | Time in ms
+    factors = (0.38, 0.42, 0.45, 0.5) if angles else (0.4, 0.45, 0.45)
+    col = layout.box().column(align=True)
+    heads = ("Method", "Error", "Angle", "Iter.", "ms") if angles else ("Method", "Error", "Iter.", "ms")
+    for cell, text in zip(_cells(col.row(align=True), factors), heads):
+        cell.label(text=text)
+    best = doc.get("best")
+    for r in doc["methods"]:
+        name = pipeline.method_label(str(r["method"]))
+        if r.get("unsupported") or r.get("failed"):
+            sub = col.column(align=True)
+            sub.active = False
+            sub.alert = bool(r.get("failed"))
+            name_cell, rest = _cells(sub.row(align=True), factors[:1])
+            name_cell.label(text=name, icon='CANCEL' if r.get("unsupported") else 'ERROR')
+            rest.label(text="n/a" if r.get("unsupported") else "failed")
+            why = pipeline.short_reason(r["unsupported"]) if r.get("unsupported") else str(r["failed"])
+            for line in textwrap.wrap(why, max(chars - 4, 16)):
+                sub.label(text=line, icon='BLANK1')
+            continue
+        row = col.row(align=True)
+        row.alert = not r["reached"]
+        cells = _cells(row, factors)
+        icon = 'SOLO_ON' if r["method"] == best else ('CHECKMARK' if r["reached"] else 'X')
+        values = [name, format_length(scene, r["position"])]
+        values += [format_degrees(r.get("orientation"))] if angles else []
+        values += [str(r["iterations"]), f"{r['ms']:.3g}"]
+        cells[0].label(text=values[0], icon=icon)
+        for cell, text in zip(cells[1:], values[1:]):
+            cell.label(text=text)
+    if best is not None:
+        r = next(r for r in doc["methods"] if r["method"] == best)
+        layout.label(text=f"Fastest to reach: {pipeline.method_label(best)}, {r['ms']:.3g} ms", icon='SOLO_ON')
+    else:
+        layout.label(text="No method reached every goal", icon='INFO')
+
+
 classes = (BONE_PT_sinew, BONE_PT_sinew_goal, BONE_PT_sinew_limits,
-           VIEW3D_PT_sinew, VIEW3D_PT_sinew_bone, VIEW3D_PT_sinew_analysis, VIEW3D_PT_sinew_last_bake)
+           VIEW3D_PT_sinew, VIEW3D_PT_sinew_bone, VIEW3D_PT_sinew_analysis, VIEW3D_PT_sinew_last_bake,
+           VIEW3D_PT_sinew_compare)
 
 
 def register():
