@@ -656,6 +656,7 @@ def menu_pose_ik(self, context):
     layout.separator()
     layout.operator(SINEW_OT_solve.bl_idname)
     layout.operator(SINEW_OT_restore_constraints.bl_idname)
+    layout.operator(SINEW_OT_compare_methods.bl_idname)
 
 
 def menu_animation(self, context):

@@ -62,6 +62,7 @@ METHOD_INFO = {
     "jacobian_pinv": ("Jacobian Pseudo-Inverse", "Steps through the Jacobian's pseudo-inverse (SVD), for comparison"),
     "svd_dls": ("SVD-DLS", "Damped least squares through the Jacobian's SVD, for comparison"),
     "sdls": ("SDLS", "Selectively damped least squares (Buss and Kim), for comparison"),
+    "nlp": ("Nonlinear Programming", "Jack's nonlinear programming: quasi-Newton steps that never raise the goals' error"),
 }
 
 

@@ -107,10 +107,12 @@ def test_pose_menu_shows_each_operator_once_in_its_place():
     entries = sinew_entries(tree)
     assert sorted(entries) == sorted([("VIEW3D_MT_pose_ik", "sinew.solve"),
                                       ("VIEW3D_MT_pose_ik", "sinew.restore_constraints"),
+                                      ("VIEW3D_MT_pose_ik", "sinew.compare_methods"),
                                       ("VIEW3D_MT_object_animation", "sinew.bake")]), entries
     # Solve and Restore next to each other, after Blender's own Add/Clear IK.
     ik = [item for kind, item, _t in tree["VIEW3D_MT_pose_ik"] if kind == "operator"]
     assert ik.index("sinew.restore_constraints") == ik.index("sinew.solve") + 1
+    assert ik.index("sinew.compare_methods") == ik.index("sinew.restore_constraints") + 1
     assert ik.index("sinew.solve") > ik.index("pose.ik_add")
     # The bake opens a dialog: "..." as Bake Action's entry, and next to it.
     anim = tree["VIEW3D_MT_object_animation"]
