@@ -1,15 +1,18 @@
 //! Textbook FABRIK (TR-632 §3.7), `"fabrik_classic"`: see [`FabrikClassic`] for its contract.
+//!
+//! Made of the report's steps alone (`stages.rs`, which the hybrid [`super::Fabrik`] takes too);
+//! the report is `../shared/papers/fabrik-tech-report-2009.md` from the repository root.
 
 use glam::{DQuat, DVec3};
 
-use super::fabrik::{aim, gather_pulls, keep_child_in_limit, line_step};
-use super::prepare::{IterationStart, refuse_stretch, refuse_tree_poles};
-use super::{Solution, SolveSettings, Solver, StopReason, begin_solve, settle};
+use super::stages::{aim, gather_pulls, keep_child_in_limit, line_step};
 use crate::error::Result;
 use crate::geometry::{EPS_LEN, Pull, angle_between, fit_rigid, fit_rotation};
 use crate::pose::{Frames, Pose};
 use crate::problem::{Problem, RootMode};
 use crate::rig::Rig;
+use crate::solver::prepare::{IterationStart, refuse_stretch, refuse_tree_poles};
+use crate::solver::{Solution, SolveSettings, Solver, StopReason, begin_solve, settle};
 
 /// Textbook FABRIK (Aristidou & Lasenby, Cambridge TR-632, 2009), `"fabrik_classic"`: the
 /// report's algorithm and nothing else, for comparison with the hybrid [`super::Fabrik`].
