@@ -644,8 +644,8 @@ sinew_status sinew_rig_set_cone_limit_blender(struct sinew_rig *rig,
 /**
  * Makes bone `bone` a one-axis joint: its local rotation turns only about `axis` (3 doubles, a
  * non-zero vector in the bone's rest frame, normalised here; an elbow or knee is usually
- * `{1, 0, 0}`) by an angle in `[min, max]` radians within [-π, π]. Replaces a cone; twist is
- * ignored while the hinge is set.
+ * `{1, 0, 0}`) by an angle in `[min, max]` radians within [-π, π]. Replaces a cone, and removes
+ * a twist range (a hinge has one degree of freedom).
  *
  * Errors: `NULL_ARGUMENT`, `MISALIGNED_POINTER`, `UNKNOWN_BONE`, `LIMIT_OUT_OF_RANGE`.
  */
@@ -659,7 +659,8 @@ sinew_status sinew_rig_set_hinge_limit(struct sinew_rig *rig,
  * Bounds bone `bone`'s twist about its own axis (local +Y) to `[min, max]` radians,
  * `-π ≤ min ≤ max ≤ π`. Keeps the swing limit, lock and stiffness.
  *
- * Errors: `NULL_ARGUMENT`, `UNKNOWN_BONE`, `LIMIT_OUT_OF_RANGE`.
+ * Errors: `NULL_ARGUMENT`, `UNKNOWN_BONE`, `LIMIT_OUT_OF_RANGE` (also for a hinge, which takes
+ * no twist range).
  */
 sinew_status sinew_rig_set_twist_limit(struct sinew_rig *rig,
                                        size_t bone,

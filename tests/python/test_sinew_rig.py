@@ -278,3 +278,15 @@ def test_load_problem_returns_everything_the_file_holds():
     assert root == "free"
     sol = solver.solve(rig, goals, pose=pose, root_translation=root_translation, root=root)
     assert sol.rotations.shape == (2, 4)
+
+
+def test_a_hinge_takes_no_twist_range():
+    """A hinge has one degree of freedom: setting a hinge removes a twist range set before, and a
+    twist range on a hinge is refused (LimitError) and changes nothing, never silently dropped."""
+    rig = chain(3)
+    rig.set_twist_limit("b1", -0.2, 0.3)
+    rig.set_hinge_limit("b1", (1, 0, 0), 0.0, 2.0)
+    assert rig.limit("b1")["swing"] == "hinge" and rig.limit("b1")["twist"] is None
+    with pytest.raises(sinew.LimitError, match="twist min on a hinge"):
+        rig.set_twist_limit("b1", -0.2, 0.3)
+    assert rig.limit("b1")["swing"] == "hinge" and rig.limit("b1")["twist"] is None

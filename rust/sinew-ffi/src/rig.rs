@@ -279,8 +279,8 @@ pub unsafe extern "C" fn sinew_rig_set_cone_limit_blender(
 
 /// Makes bone `bone` a one-axis joint: its local rotation turns only about `axis` (3 doubles, a
 /// non-zero vector in the bone's rest frame, normalised here; an elbow or knee is usually
-/// `{1, 0, 0}`) by an angle in `[min, max]` radians within [-π, π]. Replaces a cone; twist is
-/// ignored while the hinge is set.
+/// `{1, 0, 0}`) by an angle in `[min, max]` radians within [-π, π]. Replaces a cone, and removes
+/// a twist range (a hinge has one degree of freedom).
 ///
 /// Errors: `NULL_ARGUMENT`, `MISALIGNED_POINTER`, `UNKNOWN_BONE`, `LIMIT_OUT_OF_RANGE`.
 #[unsafe(no_mangle)]
@@ -295,14 +295,19 @@ pub unsafe extern "C" fn sinew_rig_set_hinge_limit(
         // SAFETY: a live rig (exclusive) and 3 doubles at `axis` (contract).
         let rig = unsafe { get_mut(rig, "rig") }?;
         let axis: DVec3 = args::vec3(unsafe { args::read_array::<3>(axis, "axis") }?);
-        rig.set_limit(bone, |l| l.swing = Swing::Hinge(HingeLimit { axis, min, max }))
+        // (A hinge has one degree of freedom: a twist range set before goes.)
+        rig.set_limit(bone, |l| {
+            l.swing = Swing::Hinge(HingeLimit { axis, min, max });
+            l.twist = None;
+        })
     })
 }
 
 /// Bounds bone `bone`'s twist about its own axis (local +Y) to `[min, max]` radians,
 /// `-π ≤ min ≤ max ≤ π`. Keeps the swing limit, lock and stiffness.
 ///
-/// Errors: `NULL_ARGUMENT`, `UNKNOWN_BONE`, `LIMIT_OUT_OF_RANGE`.
+/// Errors: `NULL_ARGUMENT`, `UNKNOWN_BONE`, `LIMIT_OUT_OF_RANGE` (also for a hinge, which takes
+/// no twist range).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn sinew_rig_set_twist_limit(rig: *mut sinew_rig, bone: usize, min: f64, max: f64) -> sinew_status {
     ffi_status!({

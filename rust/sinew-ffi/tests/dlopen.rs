@@ -1049,6 +1049,10 @@ fn misuse_is_reported(api: &Api) {
         api.expect(api.sinew_rig_set_hinge_limit(rig, 1, [0.0; 3].as_ptr(), 0.0, 1.0), sinew_status::LimitOutOfRange);
         api.expect(api.sinew_rig_set_hinge_limit(rig, 1, null(), 0.0, 1.0), sinew_status::NullArgument);
         api.ok(api.sinew_rig_set_hinge_limit(rig, 1, [2.0, 0.0, 0.0].as_ptr(), -1.0, 1.0));
+        // A hinge takes no twist range: refused, not dropped.
+        let msg = api.expect(api.sinew_rig_set_twist_limit(rig, 1, -0.5, 0.5), sinew_status::LimitOutOfRange);
+        assert!(msg.contains("hinge"), "{msg}");
+        api.ok(api.sinew_rig_set_cone_limit(rig, 1, 0.5, 0.5, 0.5, 0.5));
         api.expect(api.sinew_rig_set_twist_limit(rig, 1, 0.5, -0.5), sinew_status::LimitOutOfRange);
         api.ok(api.sinew_rig_set_twist_limit(rig, 1, -0.5, 0.5));
         api.expect(api.sinew_rig_set_locked(rig, 1, 2), sinew_status::InvalidArgument);

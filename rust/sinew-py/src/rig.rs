@@ -178,7 +178,8 @@ impl PyRig {
 
     fn set_hinge_limit(&self, bone: &Bound<'_, PyAny>, axis: &Bound<'_, PyAny>, min: f64, max: f64) -> PyResult<()> {
         let axis = read_vec3(axis, "hinge axis")?;
-        self.update_limit(bone, |l| JointLimit { swing: Swing::Hinge(HingeLimit { axis, min, max }), ..l })
+        // (A hinge has one degree of freedom: a twist range set before goes.)
+        self.update_limit(bone, |l| JointLimit { swing: Swing::Hinge(HingeLimit { axis, min, max }), twist: None, ..l })
     }
 
     #[pyo3(signature = (bone, locked = true))]

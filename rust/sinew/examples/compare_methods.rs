@@ -169,6 +169,9 @@ fn flops_per_iteration(method: Method, b: f64, m: f64, k: f64, iterations: f64) 
         Method::JacobianTranspose => common + 2.0 * m * n + 4.0 * m * n,
         Method::JacobianPinv | Method::SvdDls => common + 2.0 * m * n + svd + 2.0 * m * m + 2.0 * m * n,
         Method::Sdls => common + 2.0 * m * n + svd + 2.0 * m * m + 8.0 * m * n,
+        // J formed, the gradient Jᵀe, the two-loop recursion over 10 pairs (4 n each), one trial
+        // step (line-search halvings add a `common` each, not counted).
+        Method::Nlp => common + 2.0 * m * n + 2.0 * m * n + 40.0 * n,
         #[allow(unreachable_patterns)] // methods added later: no estimate yet
         _ => f64::NAN,
     }

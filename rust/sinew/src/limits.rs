@@ -356,7 +356,8 @@ pub enum Swing {
 pub struct JointLimit {
     /// The rotational (swing) bound.
     pub swing: Swing,
-    /// The orientational (twist) bound; `None` means free twist. Ignored for hinges.
+    /// The orientational (twist) bound; `None` means free twist. A hinge takes none (refused by
+    /// [`JointLimit::validated`]).
     pub twist: Option<TwistLimit>,
     /// A locked bone keeps the rotation it starts the solve with.
     pub locked: bool,
@@ -724,6 +725,12 @@ impl JointLimit {
                 }
             }
         }
+        if let (Swing::Hinge(_), Some(t)) = (self.swing, self.twist) {
+            // A hinge has one degree of freedom, its angle about the axis, bounded by its own
+            // min and max: a twist range on it would have no meaning, and is refused rather than
+            // dropped.
+            return Err(out("twist min on a hinge", t.min, "what a hinge takes (it turns only about its axis, within its own min and max: no twist range)"));
+        }
         if let Some(t) = self.twist {
             if !(t.min >= -PI && t.min <= PI) {
                 return Err(out("twist min", t.min, "[-π, π]"));
@@ -998,6 +1005,8 @@ mod tests {
             JointLimit { twist: Some(TwistLimit { min: 0.5, max: 0.1 }), ..JointLimit::FREE },
             JointLimit { stiffness: 1.0, ..JointLimit::FREE },
             JointLimit { swing: Swing::Hinge(HingeLimit { axis: DVec3::ZERO, min: 0.0, max: 1.0 }), ..JointLimit::FREE },
+            // A hinge has one degree of freedom: a twist range on it is refused, not dropped.
+            JointLimit { swing: Swing::Hinge(HingeLimit { axis: DVec3::X, min: 0.0, max: 1.0 }), twist: Some(TwistLimit { min: -0.1, max: 0.1 }), ..JointLimit::FREE },
         ];
         for b in bad {
             assert!(matches!(b.validated("b"), Err(Error::LimitOutOfRange { .. })), "{b:?}");

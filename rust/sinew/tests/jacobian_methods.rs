@@ -55,6 +55,8 @@ fn random_limit(rng: &mut Rng, with_limits: bool) -> JointLimit {
         let lo = rng.range(-PI, PI);
         TwistLimit { min: lo, max: (lo + rng.range(0.0, PI)).min(PI) }
     });
+    // (A hinge takes no twist range; drawn all the same, so the random sequence is unchanged.)
+    let twist = if matches!(swing, Swing::Hinge(_)) { None } else { twist };
     let stiffness = if rng.f64() < 0.2 { rng.range(0.0, 0.9) } else { 0.0 };
     JointLimit {
         swing,

@@ -78,7 +78,8 @@ impl LimitSpec {
                 SwingSpec::Cone([a, b, c, d]) => Swing::Cone(ConeLimit::new(a, b, c, d)),
                 SwingSpec::Hinge(axis, min, max) => Swing::Hinge(HingeLimit { axis, min, max }),
             },
-            twist: self.twist.map(|(min, max)| TwistLimit { min, max }),
+            // (A hinge takes no twist range.)
+            twist: if matches!(self.swing, SwingSpec::Hinge(..)) { None } else { self.twist.map(|(min, max)| TwistLimit { min, max }) },
             locked: self.locked,
             stiffness: self.stiffness,
             stiffness_axes: (self.stiffness > 0.5).then_some([self.stiffness, 0.5 * self.stiffness, 0.0]),

@@ -50,7 +50,8 @@ impl LimitSpec {
                 SwingSpec::Cone([a, b, c, d]) => Swing::Cone(ConeLimit::new(a, b, c, d)),
                 SwingSpec::Hinge(axis, min, max) => Swing::Hinge(HingeLimit { axis, min, max }),
             },
-            twist: self.twist.map(|(min, max)| TwistLimit { min, max }),
+            // (A hinge takes no twist range.)
+            twist: if matches!(self.swing, SwingSpec::Hinge(..)) { None } else { self.twist.map(|(min, max)| TwistLimit { min, max }) },
             locked: self.locked,
             stiffness: self.stiffness,
             // Above 0.5, per axis: as stiff about X, half as stiff about Y, free about Z.

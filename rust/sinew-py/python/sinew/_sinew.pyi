@@ -183,11 +183,13 @@ class Rig:
         half-angles > 0)."""
 
     def set_twist_limit(self, bone: _Bone, min: float, max: float) -> None:
-        """Bounds the twist about the bone's own axis (local Y): -pi <= min <= max <= pi."""
+        """Bounds the twist about the bone's own axis (local Y): -pi <= min <= max <= pi. A hinge
+        takes no twist range (LimitError)."""
 
     def set_hinge_limit(self, bone: _Bone, axis: Sequence[float] | _ArrayLike, min: float, max: float) -> None:
         """Makes the bone a hinge: it turns about ``axis`` (bone rest frame, normalised) by an
-        angle in [min, max] (radians, within [-pi, pi]); replaces a cone."""
+        angle in [min, max] (radians, within [-pi, pi]); replaces a cone and removes a twist
+        range (a hinge has one degree of freedom)."""
 
     def set_locked(self, bone: _Bone, locked: bool = True) -> None:
         """A locked bone keeps the rotation it starts a solve with."""
