@@ -172,16 +172,10 @@ impl<R: Rule> Explicit<R> {
         let reach = problem.topology().chain_reach.iter().copied().fold(0.0, f64::max);
         let mut iterations = 0;
         let stop = loop {
-            if self.steps.reached(problem, settings.tolerance) {
-                break StopReason::Converged;
-            }
-            if iterations >= settings.max_iterations {
-                break StopReason::IterationLimit;
-            }
-            let n = self.steps.dense_jacobian(problem, &mut self.jac);
-            if m == 0 || n == 0 {
-                break StopReason::Stalled;
-            }
+            let n = match next_jacobian(&mut self.steps, problem, &settings, iterations, m, &mut self.jac) {
+                Ok(n) => n,
+                Err(stop) => break stop,
+            };
             iterations += 1;
             let lin = Linearized {
                 m,
@@ -208,6 +202,23 @@ impl<R: Rule> Explicit<R> {
         settle(problem, &self.start_locals, &mut pose.rotations);
         Ok(Solution::of_solved(problem, pose, self.steps.frames(), iterations, stop, settings.tolerance))
     }
+}
+
+/// The stops an iteration of the family checks before its step, in order: every goal met
+/// (`Converged`), the cap (`IterationLimit`), nothing to move (`Stalled`). `Ok(n)` with `J`
+/// formed into `jac` (`n` unknowns) when the iteration goes on, else the stop. Shared with `nlp`.
+pub(super) fn next_jacobian(steps: &mut DlsSteps, problem: &Problem, settings: &SolveSettings, iterations: u32, m: usize, jac: &mut Vec<f64>) -> std::result::Result<usize, StopReason> {
+    if steps.reached(problem, settings.tolerance) {
+        return Err(StopReason::Converged);
+    }
+    if iterations >= settings.max_iterations {
+        return Err(StopReason::IterationLimit);
+    }
+    let n = steps.dense_jacobian(problem, jac);
+    if m == 0 || n == 0 {
+        return Err(StopReason::Stalled);
+    }
+    Ok(n)
 }
 
 /// Declares a public solver type of the family around [`Explicit`] with its rule.

@@ -39,7 +39,7 @@ use std::collections::VecDeque;
 
 use glam::DQuat;
 
-use super::explicit::{Linearized, dot};
+use super::explicit::{Linearized, dot, next_jacobian};
 use super::jacobian::DlsSteps;
 use super::prepare::IterationStart;
 use super::{Solution, SolveSettings, Solver, StopReason, begin_solve, settle};
@@ -149,16 +149,10 @@ impl Solver for Nlp {
         let mut objective: f64 = self.steps.residual_rows().iter().map(|x| x * x).sum();
         let mut iterations = 0;
         let stop = loop {
-            if self.steps.reached(problem, settings.tolerance) {
-                break StopReason::Converged;
-            }
-            if iterations >= settings.max_iterations {
-                break StopReason::IterationLimit;
-            }
-            let n = self.steps.dense_jacobian(problem, &mut self.jac);
-            if m == 0 || n == 0 {
-                break StopReason::Stalled;
-            }
+            let n = match next_jacobian(&mut self.steps, problem, &settings, iterations, m, &mut self.jac) {
+                Ok(n) => n,
+                Err(stop) => break stop,
+            };
             iterations += 1;
             let lin = Linearized { m, n, jac: &self.jac, e: self.steps.residual_rows(), reach, translates_root: self.steps.translates_root(), problem };
             lin.transpose_times(lin.e, &mut self.gradient);
