@@ -579,8 +579,10 @@ pub unsafe extern "C" fn sinew_problem_start_pose(
 /// `rotations` holds N quaternions `[w, x, y, z]` (local to each bone's rest frame, as the start
 /// pose; normalised here) and `rotations_len` must be 4·N; `root_translation` is NULL (zero) or
 /// 3 doubles (bone 0's translation, used with `SINEW_ROOT_MODE_FREE`). Pass `rotations` = NULL
-/// (with `rotations_len` = 0 and `root_translation` = NULL) to clear it: the reference is then the
-/// rest pose, the default. A problem from JSON has the file's `"reference"`, if any.
+/// (with `rotations_len` = 0 and `root_translation` = NULL) to clear it: there is then no
+/// reference (the default), and each method's answer is where its steps lead from the start
+/// (pass the rest pose, identity rotations, to prefer it). A problem from JSON has the file's
+/// `"reference"`, if any.
 ///
 /// The reference survives `sinew_problem_add_goal`, `sinew_problem_clear_goals` and
 /// `sinew_problem_set_rig` with the same bone count; a rig with another bone count clears it.
@@ -629,8 +631,8 @@ pub unsafe extern "C" fn sinew_problem_set_reference(
 /// Copies the problem's reference pose (see `sinew_problem_set_reference`) into
 /// `out_rotations` (at least 4·N doubles; `out_rotations_len` is its length in doubles) and
 /// `out_root_translation` (3 doubles; may be NULL), and writes to `*out_has_reference` whether
-/// one is set (1) or the reference is the rest pose (0; the buffers then receive the rest pose:
-/// identity rotations and a zero translation). `out_rotations` may be NULL with length 0 to ask
+/// one is set (1) or not (0; the buffers then receive the rest pose: identity rotations and a
+/// zero translation). `out_rotations` may be NULL with length 0 to ask
 /// only whether there is one.
 ///
 /// Errors: `NULL_ARGUMENT`, `MISALIGNED_POINTER`, `BUFFER_TOO_SMALL`.

@@ -82,7 +82,7 @@ fn read_inputs(
     Ok(Inputs { rig, goals, start, root: root_mode(root)?, reference: None })
 }
 
-/// Reads the reference pose arguments into `inputs` (`None` for all: the rest pose).
+/// Reads the reference pose arguments into `inputs` (`None` for all: no reference).
 fn read_reference(
     inputs: &mut Inputs,
     reference: Option<&Bound<'_, PyAny>>,

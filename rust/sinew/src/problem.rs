@@ -345,7 +345,7 @@ pub struct Problem {
     goals: Vec<Goal>,
     root: RootMode,
     topology: Topology,
-    /// The pose the redundant freedom falls back to (`None`: the rest pose).
+    /// The pose the redundant freedom falls back to (`None`: none, see [`Problem::reference`]).
     reference: Option<Pose>,
 }
 
@@ -393,16 +393,19 @@ impl Problem {
     }
 
     /// The reference pose: where the freedom the goals leave falls back to. Among the poses that
-    /// meet the goals, every solver returns one near it (see [`crate::solver`]'s module docs):
-    /// a spine shares its bend as the reference does, a limb keeps its bend plane, and no bone
-    /// twists unless an orientation goal or a pole asks. `None` (the default) is the rest pose.
-    /// In a DCC it is the pose before IK: the keyed animation, as Blender's IK starts from.
+    /// meet the goals, `fabrik` and `dls` return the one nearest it (see [`crate::solver`]'s
+    /// module docs): a spine shares its bend as the reference does, a limb keeps its bend plane,
+    /// and no bone twists unless an orientation goal or a pole asks; the other methods start
+    /// from it. In a DCC it is the pose before IK: the keyed animation, as Blender's IK starts
+    /// from. `None` (the default) is no reference: each method's answer is where its steps lead
+    /// from the start (for `fabrik` and `dls`, near the least joint motion from it). To prefer
+    /// the rest pose, set it ([`Pose::rest`]); making it the default is issue #13's, not done.
     #[must_use]
     pub fn reference(&self) -> Option<&Pose> {
         self.reference.as_ref()
     }
 
-    /// Sets the reference pose (see [`Problem::reference`]); `None` is the rest pose. Stored
+    /// Sets the reference pose (see [`Problem::reference`]); `None` removes it. Stored
     /// with unit quaternions.
     ///
     /// # Errors

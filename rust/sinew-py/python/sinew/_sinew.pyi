@@ -501,7 +501,9 @@ class Solver:
             reference: (N, 4) reference rotations ``(w, x, y, z)``: where the freedom the
                 goals leave falls back to (among the poses that meet the goals, the solver
                 returns one near it). In a DCC, the pose before IK (the keyed animation at that
-                frame). The rest pose if None (and no ``reference_root_translation``).
+                frame). If None (and no ``reference_root_translation``), no reference: the
+                answer is where the method's steps lead from ``pose`` (pass the rest pose,
+                identity rotations, to prefer it).
             reference_root_translation: (3,) the reference's bone 0 translation (used with
                 ``root="free"``); zero if None.
             scales: (N,) start length scales (1 for a bone whose stretch is 0); every bone at 1
