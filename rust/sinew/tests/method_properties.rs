@@ -35,14 +35,14 @@ mod common;
 
 use std::f64::consts::PI;
 
-use common::{check_solution, fk};
+use common::{LimitSpec, SwingSpec, check_solution, fk};
 use glam::{DQuat, DVec3};
 use proptest::prelude::*;
 use proptest::test_runner::RngSeed;
 use sinew::geometry::{angle_between, from_rotation_vector};
 use sinew::{
-    Bone, ConeLimit, Error, Goal, GoalKind, HingeLimit, JointLimit, Method, Pole, Pose, Problem, Rig, RootMode, Solution,
-    SolveSettings, StopReason, Swing, TwistLimit,
+    Bone, Error, Goal, GoalKind, HingeLimit, JointLimit, Method, Pole, Pose, Problem, Rig, RootMode, Solution,
+    SolveSettings, StopReason, Swing,
 };
 
 /// Iteration cap under which textbook FABRIK reaches a reachable target of an unconstrained chain
@@ -55,38 +55,6 @@ const CCD_CAP: u32 = 2000;
 // ---------------------------------------------------------------------------------------------
 // Random rigs and problems
 
-#[derive(Debug, Clone)]
-enum SwingSpec {
-    Free,
-    Cone([f64; 4]),
-    Hinge(DVec3, f64, f64),
-}
-
-#[derive(Debug, Clone)]
-struct LimitSpec {
-    swing: SwingSpec,
-    twist: Option<(f64, f64)>,
-    locked: bool,
-    stiffness: f64,
-}
-
-impl LimitSpec {
-    fn limit(&self) -> JointLimit {
-        JointLimit {
-            swing: match self.swing {
-                SwingSpec::Free => Swing::Free,
-                SwingSpec::Cone([a, b, c, d]) => Swing::Cone(ConeLimit::new(a, b, c, d)),
-                SwingSpec::Hinge(axis, min, max) => Swing::Hinge(HingeLimit { axis, min, max }),
-            },
-            // (A hinge takes no twist range.)
-            twist: if matches!(self.swing, SwingSpec::Hinge(..)) { None } else { self.twist.map(|(min, max)| TwistLimit { min, max }) },
-            locked: self.locked,
-            stiffness: self.stiffness,
-            stiffness_axes: (self.stiffness > 0.5).then_some([self.stiffness, 0.5 * self.stiffness, 0.0]),
-            stretch: 0.0,
-        }
-    }
-}
 
 #[derive(Debug, Clone)]
 struct BoneSpec {

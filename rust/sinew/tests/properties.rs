@@ -14,7 +14,7 @@ mod common;
 
 use std::f64::consts::PI;
 
-use common::{check_fixed_point, check_solution, fk};
+use common::{LimitSpec, SwingSpec, check_fixed_point, check_solution, fk};
 use glam::{DQuat, DVec3};
 use proptest::prelude::*;
 use proptest::test_runner::RngSeed;
@@ -27,39 +27,6 @@ use sinew::{
 // ---------------------------------------------------------------------------------------------
 // Random rigs
 
-#[derive(Debug, Clone)]
-enum SwingSpec {
-    Free,
-    Cone([f64; 4]),
-    Hinge(DVec3, f64, f64),
-}
-
-#[derive(Debug, Clone)]
-struct LimitSpec {
-    swing: SwingSpec,
-    twist: Option<(f64, f64)>,
-    locked: bool,
-    stiffness: f64,
-}
-
-impl LimitSpec {
-    fn limit(&self) -> JointLimit {
-        JointLimit {
-            swing: match self.swing {
-                SwingSpec::Free => Swing::Free,
-                SwingSpec::Cone([a, b, c, d]) => Swing::Cone(ConeLimit::new(a, b, c, d)),
-                SwingSpec::Hinge(axis, min, max) => Swing::Hinge(HingeLimit { axis, min, max }),
-            },
-            // (A hinge takes no twist range.)
-            twist: if matches!(self.swing, SwingSpec::Hinge(..)) { None } else { self.twist.map(|(min, max)| TwistLimit { min, max }) },
-            locked: self.locked,
-            stiffness: self.stiffness,
-            // Above 0.5, per axis: as stiff about X, half as stiff about Y, free about Z.
-            stiffness_axes: (self.stiffness > 0.5).then_some([self.stiffness, 0.5 * self.stiffness, 0.0]),
-            stretch: 0.0,
-        }
-    }
-}
 
 #[derive(Debug, Clone)]
 struct BoneSpec {

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use glam::{DQuat, DVec3};
 use sinew::geometry::from_rotation_vector;
-use sinew::{Goal, JointLimit, LoadedProblem, Method, Pose, Problem, Rig, Solution, SolveSettings, Solver, Swing};
+use sinew::{ConeLimit, Goal, HingeLimit, JointLimit, LoadedProblem, Method, Pose, Problem, Rig, Solution, SolveSettings, Solver, Swing, TwistLimit};
 
 /// SplitMix64: tiny, seeded, and the same on every platform.
 #[derive(Debug, Clone)]
@@ -454,4 +454,46 @@ pub fn median(v: &mut [f64]) -> f64 {
 
 pub fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len() as f64
+}
+
+// ---------------------------------------------------------------------------------------------
+// Random limits, as the property suites (`properties.rs`, `method_properties.rs`) generate them
+
+/// A generated swing bound.
+#[derive(Debug, Clone)]
+pub enum SwingSpec {
+    Free,
+    /// The cone's `x_pos, x_neg, z_pos, z_neg`.
+    Cone([f64; 4]),
+    /// Axis, min, max.
+    Hinge(DVec3, f64, f64),
+}
+
+/// A generated joint limit.
+#[derive(Debug, Clone)]
+pub struct LimitSpec {
+    pub swing: SwingSpec,
+    pub twist: Option<(f64, f64)>,
+    pub locked: bool,
+    pub stiffness: f64,
+}
+
+impl LimitSpec {
+    /// The core's limit.
+    pub fn limit(&self) -> JointLimit {
+        JointLimit {
+            swing: match self.swing {
+                SwingSpec::Free => Swing::Free,
+                SwingSpec::Cone([a, b, c, d]) => Swing::Cone(ConeLimit::new(a, b, c, d)),
+                SwingSpec::Hinge(axis, min, max) => Swing::Hinge(HingeLimit { axis, min, max }),
+            },
+            // (A hinge takes no twist range.)
+            twist: if matches!(self.swing, SwingSpec::Hinge(..)) { None } else { self.twist.map(|(min, max)| TwistLimit { min, max }) },
+            locked: self.locked,
+            stiffness: self.stiffness,
+            // Above 0.5, per axis: as stiff about X, half as stiff about Y, free about Z.
+            stiffness_axes: (self.stiffness > 0.5).then_some([self.stiffness, 0.5 * self.stiffness, 0.0]),
+            stretch: 0.0,
+        }
+    }
 }
