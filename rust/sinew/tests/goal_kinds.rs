@@ -288,3 +288,32 @@ fn kinds_are_validated_when_set() {
     assert!(problem.set_kind(0, GoalKind::Aim { axis: DVec3::Y }).is_err(), "an aim with an orientation");
     assert!(problem.set_kind(9, GoalKind::Position).is_err());
 }
+
+/// With a reference pose, what a kind asks is measured on the reference, not on the start: a
+/// half-space the reference meets lets `fabrik` and `dls` return the reference itself from any
+/// start (the pose falls back to the reference, as an animator's keyed pose when the floor drops
+/// away), and a line takes the reference effector's nearest point, whatever the start.
+#[test]
+fn kinds_are_measured_on_the_reference() {
+    let rig = chain(true);
+    let reference = Pose::new(vec![DQuat::from_rotation_z(0.3), DQuat::from_rotation_x(0.4), DQuat::from_rotation_z(-0.2), DQuat::from_rotation_x(0.2)], DVec3::ZERO);
+    let start = Pose::new(vec![DQuat::from_rotation_x(-0.3), DQuat::from_rotation_z(0.5), DQuat::IDENTITY, DQuat::from_rotation_z(0.4)], DVec3::ZERO);
+    let tip = rig.forward(&reference).tails[3];
+    let floor = Goal::new(3, tip - DVec3::Y * 0.5).with_kind(GoalKind::HalfSpace { normal: DVec3::Y });
+    let line = Goal::new(3, tip + DVec3::new(0.3, 0.0, 0.0)).with_kind(GoalKind::Line { direction: DVec3::Z });
+    for method in [Method::Fabrik, Method::Dls] {
+        let mut problem = Problem::new(rig.clone(), vec![floor], RootMode::Pinned).unwrap();
+        problem.set_reference(Some(&reference)).unwrap();
+        let sol = method.solver(settings(500)).unwrap().solve(&problem, &start).unwrap();
+        assert!(sol.reached, "{}", method.name());
+        let off = sol.pose.rotations.iter().zip(&reference.rotations).map(|(a, b)| angle_between(*a, *b)).fold(0.0, f64::max);
+        assert!(off < 1e-3, "{}: {off} rad from the reference", method.name());
+
+        let mut problem = Problem::new(rig.clone(), vec![line], RootMode::Pinned).unwrap();
+        problem.set_reference(Some(&reference)).unwrap();
+        let sol = method.solver(settings(500)).unwrap().solve(&problem, &start).unwrap();
+        let got = rig.forward(&sol.pose).tails[3];
+        let want = DVec3::new(line.target.x, line.target.y, tip.z);
+        assert!(sol.reached && (got - want).length() < 1e-3, "{}: tip at {got}, the reference's nearest point {want}", method.name());
+    }
+}

@@ -227,7 +227,8 @@ const KIND_ROUNDS: usize = 16;
 
 /// Solves `problem`, whose goals may be of any kind, with `solver`'s method, which takes position
 /// goals: in rounds, each solving the position problem of what the goals ask at the pose the
-/// round starts from ([`Problem::as_position_goals`], [`crate::Goal::demand`]): a line, plane
+/// round starts from (the first round: at the reference pose, where the problem has one)
+/// ([`Problem::as_position_goals`], [`crate::Goal::demand`]): a line, plane
 /// or half-space goal's nearest point to the effector, an orientation or aim goal's bone turned
 /// in place. The report's projection of the target onto the goal each iteration (TR §3.7, for
 /// constraints other than points), done each round, so every method honours every kind.
@@ -258,7 +259,19 @@ pub fn solve_goal_kinds<S: Solver + ?Sized>(solver: &mut S, problem: &Problem, s
     };
     let mut positions = problem.clone();
     let mut pose = start.clone();
-    let mut frames = problem.rig().forward(&pose);
+    // The first round's demands are measured on the reference (the bones goals move at their
+    // reference rotations), where there is one: what a goal asks then does not depend on the
+    // start, a half-space the reference meets asks for the reference's own effector (so the
+    // pose falls back to the reference, not to where the start had it), and a line or plane asks
+    // for the reference effector's nearest point. Without one, on the start.
+    let mut frames = match problem.reference() {
+        Some(_) => {
+            let mut reference = Pose::default();
+            reference.root_translation = problem.reference_into(start, &mut reference.rotations, &mut reference.scales);
+            problem.rig().forward(&reference)
+        }
+        None => problem.rig().forward(&pose),
+    };
     let mut last_error = f64::INFINITY;
     let (mut iterations, mut stop) = (0u32, StopReason::Stalled);
     for _ in 0..KIND_ROUNDS {
