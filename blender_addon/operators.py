@@ -601,7 +601,7 @@ class SINEW_OT_export_problem(_SolverProps, bpy.types.Operator, ExportHelper):
     bl_idname = "sinew.export_problem"
     bl_label = "Export IK Problem"
     bl_description = ("Write the exact IK problem Sinew would solve for the active armature at the current frame "
-                      "to a JSON file (sinew.problem/1), for example for a bug report")
+                      "to a JSON file (the sinew.problem format), for example for a bug report")
     bl_options = {'REGISTER'}
 
     filename_ext = ".json"

@@ -17,7 +17,7 @@ headless Blender has no modal loop).
   ``BakeBatch`` runs one job per armature: all sample and solve, then all write, then all measure.
 * ``compare_methods``: what ``solve_pose`` would solve, solved once by every method and written
   nowhere; the results are kept in memory for the sidebar (``compare_results``).
-* ``problem_document``: the exact problem as ``sinew.problem/1`` JSON.
+* ``problem_document``: the exact problem as ``sinew.problem/1`` JSON (``/2`` with goal kinds).
 
 Every read and check happens before the first write: an error leaves the scene as it was.
 """
@@ -153,18 +153,31 @@ def check_editable(ob) -> None:
                         "(Object > Library Override > Make)")
 
 
-def evaluated_misses(problem: rig_reader.RigProblem, depsgraph, targets=None) -> np.ndarray:
+def evaluated_misses(problem: rig_reader.RigProblem, depsgraph, targets=None, vectors=None) -> np.ndarray:
     """(G,) how far each goal's effector (its tail, or head) is from its target in Blender's
-    evaluated pose, in armature space (the units of the solver's tolerance). ``targets`` (G, 3):
-    the targets the engine solved for (a goal's moved by its influence, ``blend_goals``);
-    default, as sampled."""
+    evaluated pose, in armature space (the units of the solver's tolerance): for a line, plane
+    or half-space goal from that line, plane or side (``vectors`` (G, 3), ``sample_vectors``), as
+    the engine measures its residual; 0 for orientation and aim goals (their error is an angle).
+    ``targets`` (G, 3): the targets the engine solved for (a goal's moved by its influence,
+    ``blend_goals``); default, as sampled."""
     if targets is None:
         targets, _orients, _poles = problem.sample_goals(depsgraph)
+    if vectors is None and any(g.kind in rig_reader.TARGET_AXIS_KINDS for g in problem.goals):
+        vectors = problem.sample_vectors(depsgraph)
     pbs = problem.ob.evaluated_get(depsgraph).pose.bones
     out = np.zeros(len(problem.goals))
     for i, spec in enumerate(problem.goals):
         pb = pbs[spec.bone]
-        out[i] = np.linalg.norm(np.array(pb.tail if spec.use_tail else pb.head) - targets[i])
+        d = np.array(pb.tail if spec.use_tail else pb.head) - targets[i]
+        if spec.kind == "position":
+            out[i] = np.linalg.norm(d)
+        elif spec.kind == "line":
+            u = vectors[i]
+            out[i] = np.linalg.norm(d - u * np.dot(d, u))
+        elif spec.kind == "plane":
+            out[i] = abs(float(np.dot(d, vectors[i])))
+        elif spec.kind == "half_space":
+            out[i] = max(0.0, -float(np.dot(d, vectors[i])))
     return out
 
 
@@ -194,8 +207,8 @@ def goal_report(problem: rig_reader.RigProblem, residuals, orientation_residuals
     parts = []
     for i, g in enumerate(problem.goals):
         text = f"{g.bone}: {res[i]:.3g}" if i < len(res) else f"{g.bone}: ?"
-        if g.use_orientation and i < len(ori):
-            text += f", orientation error {np.degrees(ori[i]):.3g}°"
+        if g.reports_angle and i < len(ori):
+            text += f", {'aim' if g.kind == 'aim' else 'orientation'} error {np.degrees(ori[i]):.3g}°"
         parts.append(text)
     return "; ".join(parts)
 
@@ -218,10 +231,11 @@ class PendingSolve:
     ``scales``: (N,) the pose scales to set and key (each bone's length over its parent's) when
     the rig stretches, else None; ``targets``: (G, 3) the targets solved for (moved by influence)."""
 
-    def __init__(self, ob, problem, settings, sol, rotations, root_bone, key, frame, t0, scales=None, targets=None):
+    def __init__(self, ob, problem, settings, sol, rotations, root_bone, key, frame, t0, scales=None, targets=None,
+                 vectors=None):
         self.ob, self.problem, self.settings, self.sol = ob, problem, settings, sol
         self.rotations, self.root_bone, self.key, self.frame, self.t0 = rotations, root_bone, key, frame, t0
-        self.scales, self.targets = scales, targets
+        self.scales, self.targets, self.vectors = scales, targets, vectors
         self.keyed: list[str] = []
         self.key_note = ""
         self._saved_pose = _snapshot_pose(ob)
@@ -254,7 +268,7 @@ class PendingSolve:
     def finish(self, depsgraph) -> SolveResult:
         sol = self.sol
         # (Against the targets solved for: a goal moved by its influence, blend_goals.)
-        misses = evaluated_misses(self.problem, depsgraph, self.targets)
+        misses = evaluated_misses(self.problem, depsgraph, self.targets, self.vectors)
         res = SolveResult(self.problem, self.rotations, np.asarray(sol.root_translation), np.asarray(sol.residuals),
                           int(sol.iterations), bool(sol.reached), str(sol.stop_reason), list(self.keyed),
                           time.perf_counter() - self.t0, misses, self.settings.tolerance,
@@ -272,9 +286,10 @@ class SolveInput:
     targets: tuple                 # (G, 3) targets, (G, 4) orientations wxyz, (G, 3) poles: armature space
     pose: np.ndarray               # (N, 4) wxyz, the pose before IK
     root_translation: np.ndarray   # (3,)
+    vectors: np.ndarray | None = None  # (G, 3) the goals' kind vectors (RigProblem.sample_vectors)
 
     def engine_goals(self):
-        return self.problem.engine_goals(*self.targets)
+        return self.problem.engine_goals(*self.targets, self.vectors)
 
     def solve(self, solver, root: str, goals=None):
         """The one engine call of a solve: ``(solution, seconds spent in the call)``. ``goals``:
@@ -293,6 +308,8 @@ def read_solve_input(context, ob, settings: Settings) -> SolveInput:
     problem = rig_reader.read(ob, depsgraph=depsgraph, only_selected=settings.only_selected)
     targets = problem.sample_goals(depsgraph)
     problem.check_samples(*(a[None] for a in targets), [context.scene.frame_current])
+    vectors = problem.sample_vectors(depsgraph)
+    problem.check_vectors(vectors[None], [context.scene.frame_current])
     pose, root_t = problem.pose_from_bones(ob.pose.bones)
     # The current pose is the pose before IK (IK constraints never change the bones' own
     # rotation channels): it is both where the solve starts and where the freedom the goals
@@ -302,7 +319,7 @@ def read_solve_input(context, ob, settings: Settings) -> SolveInput:
     tg, orients, poles = (np.array(a, dtype=np.float64)[None] for a in targets)
     problem.blend_goals(lambda _k: problem.rig, tg, orients, np.asarray(pose, dtype=np.float64)[None],
                         np.asarray(root_t, dtype=np.float64)[None])
-    return SolveInput(problem, (tg[0], orients[0], poles[0]), pose, root_t)
+    return SolveInput(problem, (tg[0], orients[0], poles[0]), pose, root_t, vectors)
 
 
 def prepare_solve(context, ob, settings: Settings, *, key: bool = True) -> PendingSolve:
@@ -334,7 +351,7 @@ def prepare_solve(context, ob, settings: Settings, *, key: bool = True) -> Pendi
     if not np.all(np.isfinite(rotations)) or (scales is not None and not np.all(np.isfinite(scales))):
         raise ReadError("Sinew returned a non-finite pose; nothing was changed")
     return PendingSolve(ob, problem, settings, sol, rotations, root_bone, key, context.scene.frame_current, t0,
-                        scales[0] if scales is not None else None, inp.targets[0])
+                        scales[0] if scales is not None else None, inp.targets[0], inp.vectors)
 
 
 def solve_pose(context, ob, settings: Settings, *, key: bool = True, keying_set=None) -> SolveResult:
@@ -419,7 +436,7 @@ def compare_methods(context, ob, settings: Settings) -> dict:
         goals = inp.engine_goals()
     except sinew.SinewError as ex:
         raise ReadError(f"Sinew could not solve: {ex}") from ex
-    orientation = any(g.use_orientation for g in inp.problem.goals)
+    orientation = any(g.reports_angle for g in inp.problem.goals)
     rows = []
     for name in names:
         row = {"method": name, "reached": False, "position": None, "orientation": None, "iterations": None,
@@ -633,12 +650,13 @@ def object_world_matrices(ob, frames, scene, *, ignore=None) -> np.ndarray | Non
     return out
 
 
-def sample_goals_from_fcurves(problem: rig_reader.RigProblem, frames, scene):
+def sample_goals_from_fcurves(problem: rig_reader.RigProblem, frames, scene, *, with_vectors: bool = False):
     """Every goal's target, orientation and pole over ``frames`` in armature space, as arrays
     (F, G, 3), (F, G, 4) wxyz, (F, G, 3): what ``problem.sample_goals(depsgraph)`` gives after
     ``scene.frame_set(f)`` for each frame, computed from F-curves (``object_world_matrices``)
     instead. None when a target or pole is a bone, or it or the armature object is not such a
-    plain object (the armature's pose F-curves are left to ``pose_is_static``)."""
+    plain object (the armature's pose F-curves are left to ``pose_is_static``). With
+    ``with_vectors``, a fourth array (F, G, 3): ``problem.sample_vectors`` per frame."""
     ob = problem.ob
     arm = object_world_matrices(ob, frames, scene, ignore=lambda path: path.startswith("pose."))
     if arm is None:
@@ -663,11 +681,16 @@ def sample_goals_from_fcurves(problem: rig_reader.RigProblem, frames, scene):
     orients = np.zeros((nf, ng, 4))
     orients[:, :, 0] = 1.0
     poles = np.zeros((nf, ng, 3))
+    vectors = np.zeros((nf, ng, 3))
     for i, spec in enumerate(problem.goals):
         m = in_armature_space(spec.target)
         if m is None:
             return None
         targets[:, i] = m[:, :3, 3]
+        if spec.kind == "aim":
+            vectors[:, i] = rig_reader.axis_vector(spec.axis)
+        elif spec.kind in rig_reader.TARGET_AXIS_KINDS:
+            vectors[:, i] = [rig_reader.target_axis(r, spec.axis) for r in m[:, :3, :3]]
         if spec.use_orientation:
             # Exactly the conversion sample_goals makes (mathutils), frame by frame.
             orients[:, i] = [tuple(rig_reader.orientation_quaternion(Matrix(r), spec)) for r in m[:, :3, :3]]
@@ -676,7 +699,7 @@ def sample_goals_from_fcurves(problem: rig_reader.RigProblem, frames, scene):
             if mp is None:
                 return None
             poles[:, i] = mp[:, :3, 3]
-    return targets, orients, poles
+    return (targets, orients, poles, vectors) if with_vectors else (targets, orients, poles)
 
 
 def bone_rotations_from_fcurves(ob, names, frames) -> np.ndarray | None:
@@ -790,7 +813,8 @@ class BakeResult:
     action: object
     previous_action: object
     muted: int
-    per_frame: bool                # solved frame by frame (animated bones above the chains)
+    per_frame: bool                # solved frame by frame (animated bones above the chains, or a goal's
+                                   # line or plane turning with its target)
     sample_seconds: float
     solve_seconds: float
     write_seconds: float
@@ -943,6 +967,7 @@ class BakeJob:
         targets = np.zeros((nf, ng, 3))
         orients = np.zeros((nf, ng, 4))
         poles = np.zeros((nf, ng, 3))
+        vectors = np.zeros((nf, ng, 3))  # the goals' kind vectors (RigProblem.sample_vectors)
         rests = np.zeros((nf, nb, 4, 4))
         root_loc = np.zeros((nf, 3))
         moved_set = set(moved)
@@ -959,7 +984,7 @@ class BakeJob:
         compat = {}
         fast = None
         if self.sampling == "auto" and pose_is_static(p, only_moved=self.only_moved):
-            fast = sample_goals_from_fcurves(p, frames, scene)
+            fast = sample_goals_from_fcurves(p, frames, scene, with_vectors=True)
         sampled_frames = [frames[0]] if fast is not None else frames
         for k, f in enumerate(sampled_frames):
             if fast is None or (scene.frame_current, scene.frame_subframe) != (int(f), 0.0):
@@ -969,6 +994,7 @@ class BakeJob:
             depsgraph = self.view_layer.depsgraph
             if fast is None:
                 targets[k], orients[k], poles[k] = p.sample_goals(depsgraph)
+                vectors[k] = p.sample_vectors(depsgraph)
             pbs = ob.evaluated_get(depsgraph).pose.bones
             rests[k] = p.rest_for(pbs, pbs)
             if k == 0:
@@ -988,7 +1014,7 @@ class BakeJob:
         if fast is not None:
             # The pose does not change over the range: the first frame's holds for all. Only the
             # moved bones' rotations may be animated (pose_is_static): read from their F-curves.
-            targets[:], orients[:], poles[:] = fast
+            targets[:], orients[:], poles[:], vectors[:] = fast
             rests[1:], root_loc[1:], conn_rot[1:], others_rot[1:] = rests[0], root_loc[0], conn_rot[0], others_rot[0]
             fk = bone_rotations_from_fcurves(ob, moved, frames)
             if fk is None:  # not expected: pose_is_static read the same F-curves
@@ -996,6 +1022,7 @@ class BakeJob:
             moved_rot[:] = fk
             yield 0.5
         p.check_samples(targets, orients, poles, [int(f) for f in frames])
+        p.check_vectors(vectors, [int(f) for f in frames])
         references = np.tile(np.asarray(start_pose, dtype=np.float64), (nf, 1, 1))
         references[:, moved_idx] = moved_rot
         if not np.all(np.isfinite(references)):
@@ -1022,7 +1049,16 @@ class BakeJob:
             # Pinned: the root sits at its keyed location each frame. Free: the keyed location
             # is each frame's reference root translation (a sequence has one for all frames).
             per_frame = True
-        goals = p.engine_goals(targets[0], orients[0], poles[0])
+        # A goal of another kind than position (rig_reader.KINDS) is solved frame by frame, each
+        # frame from its own keyed pose, as Solve IK solves it at that frame: a half-space already
+        # met keeps the pose a solve starts from (and a plane or line keeps the slide it led to),
+        # so warm-starting from the frame before would keep a foot lifted by a floor that has
+        # since dropped. Each frame also gets its own line direction or plane normal, which may
+        # turn with the target (a sequence takes one per goal).
+        restart = any(g.kind != "position" for g in p.goals)
+        if restart:
+            per_frame = True
+        goals = p.engine_goals(targets[0], orients[0], poles[0], vectors[0])
         use_orient = any(g.use_orientation for g in p.goals)
         use_poles = any(g.pole is not None for g in p.goals)
         rotations = np.zeros((nf, nb, 4))
@@ -1056,14 +1092,18 @@ class BakeJob:
                 for k in range(c0, c1):
                     if k and np.any(rests[k] != rests[k - 1]):
                         rig = p.make_rig(rests[k])
-                    if pinned:
+                    if restart:
+                        pose, root, start_scales = np.array(references[k]), np.array(root_loc[k]), None
+                    elif pinned:
                         root = root_loc[k]
                     pose[conn] = conn_rot[k]
-                    sol = self.solver.solve(rig, p.engine_goals(targets[k], orients[k], poles[k]), pose=pose,
+                    sol = self.solver.solve(rig, p.engine_goals(targets[k], orients[k], poles[k], vectors[k]), pose=pose,
                                             root_translation=root, root=self.settings.root,
                                             reference=references[k], reference_root_translation=root_loc[k],
                                             scales=start_scales)
                     rotations[k] = sol.rotations
+                    if restart and k:  # keys interpolate: each quaternion in the hemisphere of the frame before
+                        rotations[k][np.einsum("ni,ni->n", rotations[k], rotations[k - 1]) < 0.0] *= -1.0
                     root_t[k] = sol.root_translation
                     scales[k] = sol.scales
                     start_scales = scales[k] if p.stretches else None
@@ -1088,7 +1128,8 @@ class BakeJob:
             sample_s=sample_s, solve_s=solve_s, sampling="fcurves" if fast is not None else "frames",
             keyed=moved + others, compat=compat,
             keyed_rot=np.concatenate([rotations[:, [idx[n] for n in moved], :], others_rot], axis=1),
-            root_bone=p.root_bone if not pinned else None, targets=targets, scales=scales if p.stretches else None,
+            root_bone=p.root_bone if not pinned else None, targets=targets, vectors=vectors,
+            scales=scales if p.stretches else None,
             local_scales=local_scales,
             keyed_scales=None if local_scales is None else {n: local_scales[:, idx[n]] for n in moved})
 
@@ -1115,7 +1156,8 @@ class BakeJob:
             for k, f in enumerate(checked):
                 scene.frame_set(int(f))
                 # (Against the targets solved for: a goal moved by its influence, blend_goals.)
-                misses[k] = evaluated_misses(p, self.view_layer.depsgraph, c["targets"][np.searchsorted(frames, f)])
+                at = np.searchsorted(frames, f)
+                misses[k] = evaluated_misses(p, self.view_layer.depsgraph, c["targets"][at], c["vectors"][at])
         frame, sub = self._saved_frame
         scene.frame_set(frame, subframe=sub)
         self.done = True
@@ -1271,7 +1313,7 @@ def bake_goal_results(r: BakeResult) -> list[dict]:
         d = {"bone": g.bone, "source": g.source, "worst": float(col[k]), "frame": int(frames[min(k, len(frames) - 1)]),
              "missed": int(np.count_nonzero(col > r.tolerance)), "orientation": None, "blender": None,
              "blender_frame": None}
-        if g.use_orientation and r.orientation_residuals.size:
+        if g.reports_angle and r.orientation_residuals.size:
             d["orientation"] = float(np.degrees(r.orientation_residuals[:, i].max()))
         if r.misses is not None and r.misses.size:
             kb = int(np.argmax(r.misses[:, i]))
@@ -1301,9 +1343,10 @@ def last_bake_results(ob) -> dict | None:
 
 
 def problem_document(problem: rig_reader.RigProblem, targets, orients, poles, pose, root_translation,
-                     settings: Settings) -> dict:
+                     settings: Settings, vectors=None) -> dict:
     """The problem as ``sinew.problem/1`` (see rust/sinew/src/format.rs), with ``pose`` as both
-    the start pose and the reference pose, as ``solve_pose`` solves it."""
+    the start pose and the reference pose, as ``solve_pose`` solves it; ``sinew.problem/2`` when
+    a goal has a kind other than position (its ``kind`` and its vector from ``vectors`` (G, 3))."""
     bones = []
     for i, name in enumerate(problem.names):
         b = {"name": name, "parent": problem.names[problem.parents[i]] if problem.parents[i] >= 0 else None,
@@ -1322,9 +1365,14 @@ def problem_document(problem: rig_reader.RigProblem, targets, orients, poles, po
             d["orientation"] = [float(v) for v in orients[i]]
         if g.pole is not None:
             d["pole"] = {"target": [float(v) for v in poles[i]], "angle": float(g.pole_angle)}
+        if g.kind != "position":
+            d["kind"] = g.kind
+            if g.kind in rig_reader.KIND_VECTOR:
+                d[rig_reader.KIND_VECTOR[g.kind]] = [float(v) for v in vectors[i]]
         goals.append(d)
+    kinds = any(g.kind != "position" for g in problem.goals)
     return {
-        "format": "sinew.problem/1",
+        "format": "sinew.problem/2" if kinds else "sinew.problem/1",
         "bones": bones,
         "goals": goals,
         "root": settings.root,
@@ -1360,6 +1408,6 @@ def _limit_json(d):
 def export_problem(context, ob, settings: Settings) -> dict:
     """The problem Solve IK would solve for ``ob`` now (``read_solve_input``: influence applied to
     the targets as before solving; the blend after solving of poled chains has no place in the
-    format), as ``sinew.problem/1``."""
+    format), as ``sinew.problem/1`` (``/2`` with goal kinds)."""
     inp = read_solve_input(context, ob, settings)
-    return problem_document(inp.problem, *inp.targets, inp.pose, inp.root_translation, settings)
+    return problem_document(inp.problem, *inp.targets, inp.pose, inp.root_translation, settings, inp.vectors)

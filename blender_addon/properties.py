@@ -10,7 +10,7 @@ they are (see ``rig_reader``); Sinew settings take precedence where both exist.
 import math
 
 import bpy
-from bpy.props import BoolProperty, FloatProperty, IntProperty, PointerProperty, StringProperty
+from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, PointerProperty, StringProperty
 
 # Every Sinew setting can be changed on a library override of a linked rig (and the change is
 # saved with the override): the pose bone's ``sinew`` pointer and each property in the group.
@@ -22,6 +22,29 @@ def _changed(self, context):
     from . import rig_reader
 
     rig_reader.invalidate_analysis()
+
+
+# What a Sinew goal asks (the engine's goal kinds, Jack's: rig_reader.KINDS names them for the
+# engine). Line, Plane and Half-Space take their direction or normal from an axis of the target
+# (goal_axis); Aim points an axis of the bone itself (aim_axis) at the target.
+GOAL_KINDS = (
+    ('POSITION', "Position", "Pull the effector onto the target (and match its rotation with Rotation on)"),
+    ('ORIENTATION', "Orientation", "Match the target's rotation only; the effector may go anywhere"),
+    ('AIM', "Aim", "Point an axis of the bone at the target; the turn about that axis stays free"),
+    ('LINE', "Line", "Keep the effector on the line through the target along one of its axes"),
+    ('PLANE', "Plane", "Keep the effector on the plane through the target across one of its axes"),
+    ('HALF_SPACE', "Half-Space", "Keep the effector on the side of the target's plane its axis points to, "
+                                 "free otherwise (a floor)"),
+)
+
+AXES = (
+    ('X', "X", "The +X axis"),
+    ('Y', "Y", "The +Y axis"),
+    ('Z', "Z", "The +Z axis"),
+    ('NEG_X', "-X", "The -X axis"),
+    ('NEG_Y', "-Y", "The -Y axis"),
+    ('NEG_Z', "-Z", "The -Z axis"),
+)
 
 
 class SinewBoneSettings(bpy.types.PropertyGroup):
@@ -45,6 +68,30 @@ class SinewBoneSettings(bpy.types.PropertyGroup):
     subtarget: StringProperty(
         name="Bone",
         description="Bone of the target armature whose head is the target (empty: the object's origin)",
+        update=_changed,
+        override=OVERRIDABLE,
+    )
+    goal_kind: EnumProperty(
+        name="Kind",
+        description="What the goal asks of the effector",
+        items=GOAL_KINDS,
+        default='POSITION',
+        update=_changed,
+        override=OVERRIDABLE,
+    )
+    goal_axis: EnumProperty(
+        name="Axis",
+        description="Axis of the target (or its bone) that is the line's direction or the plane's normal",
+        items=AXES,
+        default='Z',
+        update=_changed,
+        override=OVERRIDABLE,
+    )
+    aim_axis: EnumProperty(
+        name="Bone Axis",
+        description="Axis of this bone that points at the target (Y runs along the bone)",
+        items=AXES,
+        default='Y',
         update=_changed,
         override=OVERRIDABLE,
     )

@@ -73,6 +73,28 @@ class TargetRef:
         return ob_eval.matrix_world.copy()
 
 
+# Sinew goal kinds (properties.GOAL_KINDS) by the engine's names. Line, Plane and Half-Space
+# take a vector from the target's axes in armature space (``RigProblem.sample_vectors``); Aim an
+# axis of the effector bone (``axis_vector``); Position and Orientation none.
+KINDS = {'POSITION': "position", 'ORIENTATION': "orientation", 'AIM': "aim", 'LINE': "line", 'PLANE': "plane",
+         'HALF_SPACE': "half_space"}
+# The engine's keyword for each kind's vector.
+KIND_VECTOR = {"aim": "axis", "line": "direction", "plane": "normal", "half_space": "normal"}
+# Kinds whose goal is a point of the effector (its tail or head) on something.
+POINT_KINDS = ("position", "line", "plane", "half_space")
+# Kinds whose vector is an axis of the target, turned with it.
+TARGET_AXIS_KINDS = ("line", "plane", "half_space")
+KIND_LABELS = {"position": "Position", "orientation": "Orientation", "aim": "Aim", "line": "Line", "plane": "Plane",
+               "half_space": "Half-Space"}
+
+
+def axis_vector(name: str) -> tuple[float, float, float]:
+    """The unit vector of an axis item of ``properties.AXES`` ('X', ..., 'NEG_Z')."""
+    sign = -1.0 if name.startswith("NEG_") else 1.0
+    i = "XYZ".index(name[-1])
+    return tuple(sign if j == i else 0.0 for j in range(3))
+
+
 @dataclass
 class GoalSpec:
     bone: str                    # effector pose bone
@@ -91,6 +113,13 @@ class GoalSpec:
     tree_blend: float = 1.0      # how far the tree's bones turn from before IK (RigProblem.blend_result)
     stretch: bool = False        # whether its tree stretches (Blender's tree->stretch)
     owner: str = ""              # the bone that carries the Sinew goal or the IK constraint
+    kind: str = "position"       # the engine's goal kind (KINDS); IK constraints are position goals
+    axis: str = ""               # line / plane / half-space: the target's axis ('X' .. 'NEG_Z'); aim: the bone's
+
+    @property
+    def reports_angle(self) -> bool:
+        """Whether the goal's orientation residual means something (a rotation to match, or an aim)."""
+        return self.use_orientation or self.kind == "aim"
 
 
 @dataclass
@@ -281,10 +310,20 @@ def read_goals(ob) -> tuple[list[GoalSpec], list[tuple[str, str]], list[str]]:
             pole = None
             if s.pole_target is not None:
                 pole = _check_target(s.pole_target, s.pole_subtarget, "Sinew pole", pb.name)
+            kind = KINDS[s.goal_kind]
+            if kind == "aim" and s.use_orientation:
+                raise ReadError(f'Bone "{pb.name}": an Aim goal points the bone at its target and takes no rotation: '
+                                "turn the goal's Rotation off, or make it a Position or Orientation goal")
+            # Orientation matches the target's rotation (Rotation is implied); Aim and Orientation
+            # act on the bone itself, so its tail or head does not matter.
+            use_tail = s.use_tail if kind in POINT_KINDS else True
             goals.append(GoalSpec(
-                bone=pb.name, target=target, use_tail=s.use_tail, weight=s.weight,
-                use_orientation=s.use_orientation, chain_length=_engine_chain_length(s.chain_length, s.use_tail),
-                pole=pole, pole_angle=s.pole_angle, source="Sinew", owner=pb.name,
+                bone=pb.name, target=target, use_tail=use_tail, weight=s.weight,
+                use_orientation=s.use_orientation or kind == "orientation",
+                chain_length=_engine_chain_length(s.chain_length, use_tail),
+                pole=pole, pole_angle=s.pole_angle, source="Sinew" if kind == "position" else f"Sinew {KIND_LABELS[kind]}",
+                owner=pb.name, kind=kind,
+                axis=s.aim_axis if kind == "aim" else (s.goal_axis if kind in TARGET_AXIS_KINDS else ""),
             ))
             # Blender IK on the same bone would fight the Sinew result: it is replaced too.
             replaced += [(pb.name, c.name) for c in ik_constraints if not c.mute and c.influence > 0.0]
@@ -570,6 +609,35 @@ class RigProblem:
                 poles[i] = (to_arm @ spec.pole.world_matrix(depsgraph)).translation
         return targets, orients, poles
 
+    def sample_vectors(self, depsgraph) -> np.ndarray:
+        """(G, 3) every goal's kind vector for the evaluated scene: for a line, plane or
+        half-space goal its target's axis (``GoalSpec.axis``) in armature space, normalised (NaN
+        when the target's scale makes it zero: ``check_vectors`` reports it); for an aim goal its
+        bone's axis (bone space); zero for the others."""
+        ob_eval = self.ob.evaluated_get(depsgraph)
+        to_arm = armature_inverse(self.ob, ob_eval.matrix_world)
+        out = np.zeros((len(self.goals), 3))
+        for i, spec in enumerate(self.goals):
+            if spec.kind == "aim":
+                out[i] = axis_vector(spec.axis)
+            elif spec.kind in TARGET_AXIS_KINDS:
+                m = np.array(to_arm @ spec.target.world_matrix(depsgraph))
+                out[i] = target_axis(m[:3, :3], spec.axis)
+        return out
+
+    def check_vectors(self, vectors, frames) -> None:
+        """Raises ReadError naming the goal, its target and the frame where a line's direction or
+        a plane's normal (``vectors`` (F, G, 3)) is not finite or zero (the target's axis scaled to
+        nothing)."""
+        bad = ~np.all(np.isfinite(vectors), axis=-1)
+        if bad.any():
+            k, i = (int(v) for v in np.argwhere(bad)[0])
+            spec = self.goals[i]
+            what = "direction" if spec.kind == "line" else "normal"
+            raise ReadError(f'Bone "{spec.bone}": the {KIND_LABELS[spec.kind]} goal\'s {what}, the {_axis_label(spec.axis)} '
+                            f"axis of {spec.target.describe()}, is zero or not finite at frame {frames[k]} (a zero "
+                            "scale, or NaN in its animation, drivers or constraints); fix the target's scale")
+
     def check_samples(self, targets, orients, poles, frames) -> None:
         """Raises ReadError naming the goal, its target and the frame where a sampled target,
         orientation or pole (arrays (F, G, ...)) is not finite (NaN or infinite animation,
@@ -638,11 +706,20 @@ class RigProblem:
             if scales is not None:
                 scales[:, b] = 1.0 + t * (scales[:, b] - 1.0)
 
-    def engine_goals(self, targets, orients, poles):
+    def engine_goals(self, targets, orients, poles, vectors=None):
+        """The engine's goals for targets (G, 3), orientations (G, 4), poles (G, 3) and kind
+        vectors (G, 3) (``sample_vectors``; needed only when a goal has a kind other than
+        position or orientation)."""
         sinew = engine()
         out = []
         for i, spec in enumerate(self.goals):
             kw = {}
+            if spec.kind != "position":
+                kw["kind"] = spec.kind
+                if spec.kind in KIND_VECTOR:
+                    if vectors is None:
+                        raise ValueError(f"goal {spec.bone!r} ({spec.kind}) needs its vector")
+                    kw[KIND_VECTOR[spec.kind]] = vectors[i]
             if spec.use_orientation:
                 kw["orientation"] = orients[i]
             if spec.pole is not None:
@@ -712,6 +789,21 @@ def orientation_quaternion(m3, spec) -> Quaternion:
                         "space (a non-uniform scale on the armature or a parent), so it has no rotation to match: "
                         "make the scale uniform or turn the goal's rotation off")
     return n.to_quaternion()
+
+
+def _axis_label(name: str) -> str:
+    return ("-" + name[4:]) if name.startswith("NEG_") else name
+
+
+def target_axis(m3, name: str) -> np.ndarray:
+    """A target's axis ``name`` ('X' .. 'NEG_Z') from its 3x3 matrix in armature space (the
+    column, as the target draws it), normalised; NaN when it is zero or not finite."""
+    m3 = np.asarray(m3, dtype=np.float64)
+    v = np.asarray(axis_vector(name)) @ m3.T  # the signed column
+    n = float(np.linalg.norm(v))
+    if not math.isfinite(n) or n < 1e-12:
+        return np.full(3, np.nan)
+    return v / n
 
 
 def bone_quaternion(pb) -> Quaternion:
@@ -912,7 +1004,8 @@ def _signature(ob):
     for pb in ob.pose.bones:
         s = pb.sinew
         if s.use_goal:
-            sig.append((pb.name, s.chain_length, s.use_tail, s.target.name if s.target else None, s.subtarget))
+            sig.append((pb.name, s.chain_length, s.use_tail, s.target.name if s.target else None, s.subtarget,
+                        s.goal_kind, s.use_orientation))
         for c in pb.constraints:
             if c.type == 'IK':
                 sig.append((pb.name, c.name, c.mute, c.influence > 0.0, c.chain_count, c.use_tail,

@@ -29,6 +29,10 @@ def draw_target(layout, s, prop, sub_prop, label):
         col.prop_search(s, sub_prop, ob.data, "bones", text="Bone")
 
 
+# What the axis of a Line, Plane or Half-Space goal's target is, per kind (the label of goal_axis).
+_AXIS_LABELS = {'LINE': "Direction", 'PLANE': "Normal", 'HALF_SPACE': "Normal"}
+
+
 def draw_goal(layout, pb):
     s = pb.sinew
     layout.use_property_split = True
@@ -38,10 +42,26 @@ def draw_goal(layout, pb):
     draw_target(col, s, "target", "subtarget", "Target")
     if s.use_goal and s.target is None:
         col.label(text="The goal needs a target", icon='ERROR')
+    kind = s.goal_kind
+    col.prop(s, "goal_kind")
+    if kind in _AXIS_LABELS:
+        # An axis of the target (or its bone): the line's direction or the plane's normal.
+        col.row().prop(s, "goal_axis", text=_AXIS_LABELS[kind], expand=True)
+    elif kind == 'AIM':
+        col.row().prop(s, "aim_axis", expand=True)
     col.prop(s, "chain_length")
     col.prop(s, "weight")
-    col.prop(s, "use_tail")
-    col.prop(s, "use_orientation")
+    if kind not in ('AIM', 'ORIENTATION'):  # a point of the bone: its tail or head
+        col.prop(s, "use_tail")
+    if kind == 'AIM':
+        # An aim leaves the turn about the axis free: it takes no rotation.
+        sub = col.column()
+        sub.active = False
+        sub.prop(s, "use_orientation")
+        if s.use_orientation:
+            col.label(text="Aim takes no rotation: turn it off", icon='ERROR')
+    elif kind != 'ORIENTATION':  # (Orientation always matches the target's rotation)
+        col.prop(s, "use_orientation")
     draw_target(col, s, "pole_target", "pole_subtarget", "Pole")
     if s.pole_target is not None:
         col.prop(s, "pole_angle")
