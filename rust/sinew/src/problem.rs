@@ -2,6 +2,8 @@
 //! bones each goal moves and where chains meet (the sub-bases of FABRIK §3.7.1, found by the
 //! "pre-analysis of the body" of its footnote 2).
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use glam::{DQuat, DVec3};
 
 use crate::error::{Error, Result};
@@ -20,7 +22,9 @@ pub enum RootMode {
     Free,
 }
 
-/// The derived chain structure of a problem.
+/// The derived chain structure of a problem: what every method uses. What only FABRIK uses
+/// (what pulls each bone, the reaches of lone chains, free tails, the serial chain) is its
+/// solvers' plan (`solver/fabrik/plan.rs`), kept between solves by `Problem::structure_id`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Topology {
     /// Per goal: the bones it moves, effector first, then up the chain.
@@ -30,30 +34,12 @@ pub struct Topology {
     pub sub_bases: Vec<usize>,
     /// Every bone some goal moves, ascending (parent before child).
     pub active: Vec<usize>,
-    /// Per bone: the active children whose position pulls on it, with the summed weight of the
-    /// goals pulling through that child.
-    pub(crate) pulls: Vec<Vec<(usize, f64)>>,
-    /// Per bone: indices of goals whose effector it is.
-    pub(crate) effector_goals: Vec<Vec<usize>>,
     /// Per bone: whether some goal moves it.
     pub(crate) is_active: Vec<bool>,
-    /// Per bone moved by exactly one goal: that goal and the chain's reach from the bone's head
-    /// to the goal's effector point (sum of the links along the chain).
-    pub(crate) lone_goal: Vec<Option<(usize, f64)>>,
+    /// Per bone: how many goals move it.
+    pub(crate) goal_count: Vec<usize>,
     /// Per goal: the reach of its whole chain, from the top bone's head to the effector point.
     pub(crate) chain_reach: Vec<f64>,
-    /// Per goal: its anchor (the topmost bone some goal moves on the path from its chain's top to
-    /// the root, or the chain's top: other goals' chains can carry this goal's chain up to
-    /// there) and the reach from the anchor's head to the effector point (the chain's reach plus
-    /// the links up to the anchor).
-    pub(crate) anchor_reach: Vec<(usize, f64)>,
-    /// Per goal: the bones only it moves that form a free, connected serial chain ending at its
-    /// effector (top first), when there are at least two of them.
-    pub(crate) free_tails: Vec<Option<Vec<usize>>>,
-    /// For a single position goal on a serial chain of connected bones with a pinned top, each
-    /// free or bounded only by a cone and twist: the chain (FABRIK runs Alg. 1 on it as it is,
-    /// see [`SerialChain`]).
-    pub(crate) serial_chain: Option<SerialChain>,
     /// Every bone some goal moves whose [`crate::JointLimit::stretch`] is above 0, ascending:
     /// their lengths are unknowns too.
     pub(crate) stretchy: Vec<usize>,
@@ -69,30 +55,16 @@ pub struct Topology {
     pub(crate) coupled: Vec<usize>,
 }
 
-/// A single position goal's chain of connected bones with a pinned top (see
-/// [`Topology::serial_chain`]).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct SerialChain {
-    /// The chain's bones from its top down, each the parent of the next.
-    pub bones: Vec<usize>,
-    /// Whether some bone has a cone or twist limit (none is locked, stiff or a hinge): Alg. 1's
-    /// answer is then the solution only where it lands inside every limit.
-    pub limited: bool,
-}
-
 impl Topology {
     fn derive(rig: &Rig, goals: &[Goal]) -> Self {
         let n = rig.len();
-        let mut t = Topology {
-            moved: Vec::with_capacity(goals.len()),
-            pulls: vec![Vec::new(); n],
-            effector_goals: vec![Vec::new(); n],
-            ..Default::default()
-        };
+        let mut t = Topology { moved: Vec::with_capacity(goals.len()), ..Default::default() };
         let mut is_active = vec![false; n];
-        let mut pull_entry = vec![usize::MAX; n];
-        for (gi, g) in goals.iter().enumerate() {
-            t.effector_goals[g.bone].push(gi);
+        // Per bone: how many of its children some goal's chain leads through (each pulls it in
+        // FABRIK's forward stage); `linked`: whether a child is counted (a child has one parent).
+        let mut pulled_by = vec![0usize; n];
+        let mut linked = vec![false; n];
+        for g in goals {
             let mut chain = vec![g.bone];
             let mut b = g.bone;
             while g.chain_length == 0 || chain.len() < g.chain_length {
@@ -106,14 +78,9 @@ impl Topology {
             }
             for w in chain.windows(2) {
                 let (child, parent) = (w[0], w[1]);
-                // (A child has one parent: its entry's index there, so that a bone with many
-                // pulling children costs no search.)
-                match pull_entry[child] {
-                    usize::MAX => {
-                        pull_entry[child] = t.pulls[parent].len();
-                        t.pulls[parent].push((child, g.weight));
-                    }
-                    k => t.pulls[parent][k].1 += g.weight,
+                if !linked[child] {
+                    linked[child] = true;
+                    pulled_by[parent] += 1;
                 }
             }
             for &c in &chain {
@@ -121,68 +88,15 @@ impl Topology {
             }
             t.moved.push(chain);
         }
-        let mut goal_count = vec![0usize; n];
+        t.goal_count = vec![0usize; n];
         for chain in &t.moved {
             for &b in chain {
-                goal_count[b] += 1;
+                t.goal_count[b] += 1;
             }
         }
-        t.lone_goal = vec![None; n];
-        for (gi, (g, chain)) in goals.iter().zip(&t.moved).enumerate() {
-            let mut reach = if g.use_tail { rig.bone(g.bone).length } else { 0.0 };
-            for (k, &b) in chain.iter().enumerate() {
-                if k > 0 {
-                    let c = chain[k - 1];
-                    reach += rig.bone(c).rest_head.length();
-                    // The point on c that leads on down the chain.
-                    let p = match k {
-                        1 if g.use_tail => DVec3::new(0.0, rig.bone(c).length, 0.0),
-                        1 => DVec3::ZERO,
-                        _ => rig.bone(chain[k - 2]).rest_head,
-                    };
-                    reach -= hinge_reach_loss(rig.bone(c), p);
-                }
-                if goal_count[b] == 1 {
-                    t.lone_goal[b] = Some((gi, reach));
-                }
-            }
-            t.chain_reach.push(reach);
-            // Up through every ancestor: bones no goal moves are rigid links another goal's
-            // chain may still carry (an unmoved shoulder on a chest the head's goal moves).
-            let (mut anchor, mut anchor_reach) = (*chain.last().unwrap_or(&g.bone), reach);
-            let (mut b, mut path) = (anchor, reach);
-            while let Some(p) = rig.bone(b).parent {
-                path += rig.bone(b).rest_head.length();
-                b = p;
-                if is_active[p] {
-                    (anchor, anchor_reach) = (p, path);
-                }
-            }
-            t.anchor_reach.push((anchor, anchor_reach));
+        for (g, chain) in goals.iter().zip(&t.moved) {
+            t.chain_reach.push(chain_reaches(rig, g, chain, |_, _| {}));
         }
-        t.free_tails = goals
-            .iter()
-            .enumerate()
-            .map(|(gi, g)| {
-                if !g.use_tail {
-                    return None;
-                }
-                let chain = &t.moved[gi];
-                let mut tail = Vec::new();
-                for (k, &b) in chain.iter().enumerate() {
-                    let lone = matches!(t.lone_goal[b], Some((only, _)) if only == gi);
-                    let connected = k == 0 || rig.is_connected(chain[k - 1]);
-                    // Other goals' chains may hang from the bone (an arm from the chest under a
-                    // head goal): the finish carries them along (`Fabrik::finish_free_tails`).
-                    if !lone || !connected || !rig.bone(b).limit.is_free() {
-                        break;
-                    }
-                    tail.push(b);
-                }
-                tail.reverse();
-                (tail.len() >= 2).then_some(tail)
-            })
-            .collect();
         t.active = (0..n).filter(|&i| is_active[i]).collect();
         t.stretchy = t.active.iter().copied().filter(|&i| rig.bone(i).limit.stretch > 0.0).collect();
         t.stretch_norm = vec![0.0; n];
@@ -210,9 +124,11 @@ impl Topology {
             }
         }
         t.is_active = is_active;
-        t.sub_bases = (0..n)
-            .filter(|&i| t.pulls[i].len() + usize::from(!t.effector_goals[i].is_empty()) >= 2)
-            .collect();
+        let mut is_effector = vec![false; n];
+        for g in goals {
+            is_effector[g.bone] = true;
+        }
+        t.sub_bases = (0..n).filter(|&i| pulled_by[i] + usize::from(is_effector[i]) >= 2).collect();
         t
     }
 
@@ -220,7 +136,7 @@ impl Topology {
     /// where Blender's IK keeps a pole).
     #[must_use]
     pub fn is_lone_chain(&self, gi: usize) -> bool {
-        self.moved[gi].iter().all(|&b| matches!(self.lone_goal[b], Some((only, _)) if only == gi))
+        self.moved[gi].iter().all(|&b| self.goal_count[b] == 1)
     }
 
     /// The bones of every lone chain (see [`Topology::is_lone_chain`]) with a pole, ascending:
@@ -339,7 +255,7 @@ fn unit_quat(q: DQuat) -> DQuat {
 ///
 /// Targets can be moved cheaply between solves ([`Problem::set_target`]); the topology is derived
 /// once.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone)]
 pub struct Problem {
     rig: Rig,
     goals: Vec<Goal>,
@@ -347,6 +263,39 @@ pub struct Problem {
     topology: Topology,
     /// The pose the redundant freedom falls back to (`None`: none, see [`Problem::reference`]).
     reference: Option<Pose>,
+    /// See [`Problem::structure_id`].
+    structure: u64,
+}
+
+/// The next [`Problem::structure_id`] (0 is no problem's).
+static NEXT_STRUCTURE: AtomicU64 = AtomicU64::new(1);
+
+/// A structure id no problem has had before in this process.
+fn next_structure() -> u64 {
+    NEXT_STRUCTURE.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Rig, goals, root mode, topology and reference; the structure id (a cache key, not part of the
+/// value) is not compared.
+impl PartialEq for Problem {
+    fn eq(&self, other: &Self) -> bool {
+        let Self { rig, goals, root, topology, reference, structure: _ } = self;
+        *rig == other.rig && *goals == other.goals && *root == other.root && *topology == other.topology && *reference == other.reference
+    }
+}
+
+/// As derived, without the structure id (a cache key, not part of the value).
+impl std::fmt::Debug for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Self { rig, goals, root, topology, reference, structure: _ } = self;
+        f.debug_struct("Problem")
+            .field("rig", rig)
+            .field("goals", goals)
+            .field("root", root)
+            .field("topology", topology)
+            .field("reference", reference)
+            .finish()
+    }
 }
 
 impl Problem {
@@ -388,8 +337,7 @@ impl Problem {
                 ),
             });
         }
-        topology.serial_chain = serial_chain(&rig, &goals, &topology, root);
-        Ok(Self { rig, goals, root, topology, reference: None })
+        Ok(Self { rig, goals, root, topology, reference: None, structure: next_structure() })
     }
 
     /// The reference pose: where the freedom the goals leave falls back to. Among the poses that
@@ -485,6 +433,9 @@ impl Problem {
     /// [`Problem::goal_met`] asks, not only to the distance its point moves by). Rig, limits, root, reference and topology are
     /// this problem's (no goal kind changes which bones a goal moves).
     pub(crate) fn as_position_goals(&self, frames: &Frames, out: &mut Problem) {
+        // (So its structure id is this problem's too: the goals keep their bones, chains,
+        // weights, effector points and poles.)
+        debug_assert_eq!(out.structure, self.structure, "`out` is a clone of this problem");
         for (g, o) in self.goals.iter().zip(out.goals.iter_mut()) {
             let rotation = frames.rotations[g.bone];
             let demand = g.demand(rotation, frames.heads[g.bone], frames.effector(g.bone, g.use_tail));
@@ -533,17 +484,29 @@ impl Problem {
         &self.topology
     }
 
-    /// Sets one bone's limits and re-derives what depends on them.
+    /// An id for what a solver may derive from this problem and keep between solves (FABRIK's
+    /// plan, `solver/fabrik/plan.rs`): the rig with its limits, the root mode, and each goal's
+    /// bone, chain length, weight, effector point (tail or head) and whether it has a pole. A new
+    /// problem gets a new id, and so does every change of any of these ([`Problem::set_limit`]);
+    /// moving a target or pole, or changing an orientation, a goal's kind or the reference, keeps
+    /// it, and so does a clone. Two problems with the same id have the same such structure.
+    #[must_use]
+    pub(crate) fn structure_id(&self) -> u64 {
+        self.structure
+    }
+
+    /// Sets one bone's limits and re-derives what depends on them (a new
+    /// `Problem::structure_id`).
     ///
     /// # Errors
     /// [`Error::UnknownBone`] or [`Error::LimitOutOfRange`]; nothing changes on error.
     pub fn set_limit(&mut self, bone: impl crate::rig::BoneRef, limit: crate::limits::JointLimit) -> Result<()> {
         self.rig.set_limit(bone, limit)?;
         let mut topology = Topology::derive(&self.rig, &self.goals);
-        topology.serial_chain = serial_chain(&self.rig, &self.goals, &topology, self.root);
         // (The goals and the moved bones are unchanged, so the groups stay within the cap.)
         topology.coupled = coupled_goals(&self.rig, &self.goals, &topology.is_active, self.root == RootMode::Free);
         self.topology = topology;
+        self.structure = next_structure();
         Ok(())
     }
 
@@ -680,31 +643,27 @@ fn hinge_reach_loss(bone: &crate::rig::Bone, point: DVec3) -> f64 {
     (k.length() + point.length() - best).max(0.0)
 }
 
-/// The chain of a single position goal on connected bones with a pinned top, each free or
-/// bounded by a cone and twist only (not locked, not stiff, not a hinge); `None` when the problem
-/// is anything else.
-fn serial_chain(rig: &Rig, goals: &[Goal], topology: &Topology, root: RootMode) -> Option<SerialChain> {
-    let [goal] = goals else { return None };
-    if goal.pole.is_some() || !goal.use_tail {
-        return None;
-    }
-    let moved = &topology.moved[0];
-    let top = *moved.last()?;
-    if top == 0 && root == RootMode::Free {
-        return None;
-    }
-    let mut limited = false;
-    for (k, &b) in moved.iter().enumerate() {
-        let limit = &rig.bone(b).limit;
-        if limit.locked || limit.max_stiffness() != 0.0 || matches!(limit.swing, crate::limits::Swing::Hinge(_)) {
-            return None;
+/// The reach of goal `g`'s chain `chain` (the bones it moves, effector first) from each bone's
+/// head to the effector point: the links along the chain, less what a hinge's range keeps from
+/// straightening ([`hinge_reach_loss`]). Calls `at(k, reach)` for each bone `chain[k]`; returns
+/// the whole chain's, from its top bone's head.
+pub(crate) fn chain_reaches(rig: &Rig, g: &Goal, chain: &[usize], mut at: impl FnMut(usize, f64)) -> f64 {
+    let mut reach = if g.use_tail { rig.bone(g.bone).length } else { 0.0 };
+    for k in 0..chain.len() {
+        if k > 0 {
+            let c = chain[k - 1];
+            reach += rig.bone(c).rest_head.length();
+            // The point on c that leads on down the chain.
+            let p = match k {
+                1 if g.use_tail => DVec3::new(0.0, rig.bone(c).length, 0.0),
+                1 => DVec3::ZERO,
+                _ => rig.bone(chain[k - 2]).rest_head,
+            };
+            reach -= hinge_reach_loss(rig.bone(c), p);
         }
-        limited |= !limit.is_free();
-        if k + 1 < moved.len() && !rig.is_connected(b) {
-            return None;
-        }
+        at(k, reach);
     }
-    Some(SerialChain { bones: moved.iter().rev().copied().collect(), limited })
+    reach
 }
 
 /// Whether `p` is finite and within [`crate::rig::MAX_COORDINATE`], as a reason naming `what`.
@@ -827,6 +786,31 @@ mod tests {
         let p = Problem::new(torso(), goals, RootMode::Pinned).unwrap();
         assert!(p.topology().sub_bases.is_empty());
         assert_eq!(p.topology().moved[0], vec![6, 5]);
+    }
+
+    /// The structure id changes with what a solver's plan derives from (see
+    /// [`Problem::structure_id`]), and with nothing else.
+    #[test]
+    fn structure_id_changes_with_the_structure_only() {
+        let goals = vec![Goal::new(6, DVec3::ZERO).with_pole(DVec3::X, 0.0), Goal::new(4, DVec3::Y).with_orientation(DQuat::IDENTITY)];
+        let mut p = Problem::new(torso(), goals.clone(), RootMode::Pinned).unwrap();
+        let id = p.structure_id();
+        assert_ne!(Problem::new(torso(), goals, RootMode::Pinned).unwrap().structure_id(), id);
+        assert_eq!(p.clone().structure_id(), id);
+        p.set_target(0, DVec3::Z).unwrap();
+        p.set_pole_target(0, DVec3::Z).unwrap();
+        p.set_orientation(1, Some(DQuat::from_rotation_x(0.3))).unwrap();
+        p.set_kind(0, GoalKind::Plane { normal: DVec3::Y }).unwrap();
+        p.set_reference(Some(&Pose::rest(9))).unwrap();
+        assert_eq!(p.structure_id(), id);
+        let before = p.clone();
+        p.set_limit(5, JointLimit::FREE).unwrap();
+        let changed = p.structure_id();
+        assert_ne!(changed, id);
+        // (Not part of the value: the same problem still.)
+        assert_eq!(p, before);
+        assert!(p.set_limit(99, JointLimit::FREE).is_err());
+        assert_eq!(p.structure_id(), changed);
     }
 
     #[test]

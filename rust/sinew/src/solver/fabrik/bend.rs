@@ -51,7 +51,7 @@ impl Fabrik {
             if ((bone.rest_rotation * self.locals[b]) * DVec3::Y).y < STRAIGHT_COS {
                 continue;
             }
-            let bends = match (topo.lone_goal[b], lone) {
+            let bends = match (self.plan.lone_goal[b], lone) {
                 (Some((g, _)), Some((lg, bends))) if g == lg => bends,
                 (Some((g, _)), _) => {
                     let bends = self.must_bend(problem, b, tolerance);
@@ -95,7 +95,7 @@ impl Fabrik {
             let unmet = (self.frames.effector(goal.bone, goal.use_tail) - goal.target).length_squared() > tolerance * tolerance;
             unmet && (goal.target - self.frames.heads[top]).length() < topo.chain_reach[g]
         };
-        match topo.lone_goal[b] {
+        match self.plan.lone_goal[b] {
             Some((g, _)) => unmet_within_reach(g),
             None => (0..problem.goals().len()).any(|g| topo.moved[g].contains(&b) && unmet_within_reach(g)),
         }
@@ -128,8 +128,7 @@ impl Fabrik {
     /// When one thing pulls bone `c` (its single active child, or one position goal): the pulled
     /// point in `c`'s frame and where it should go.
     fn single_pull(&self, problem: &Problem, c: usize) -> Option<(DVec3, DVec3)> {
-        let topo = problem.topology();
-        match (topo.pulls[c].as_slice(), topo.effector_goals[c].as_slice()) {
+        match (self.plan.pulls[c].as_slice(), self.plan.effector_goals[c].as_slice()) {
             ([(gc, _)], []) => Some((problem.rig().bone(*gc).rest_head, self.forward_heads[*gc])),
             ([], [g]) => {
                 let g = &problem.goals()[*g];

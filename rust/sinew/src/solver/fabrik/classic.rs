@@ -3,8 +3,11 @@
 //! Made of the report's steps alone (`stages.rs`, which the hybrid [`super::Fabrik`] takes too);
 //! the report is `../shared/papers/fabrik-tech-report-2009.md` from the repository root.
 
+use std::sync::Arc;
+
 use glam::{DQuat, DVec3};
 
+use super::plan::Plan;
 use super::stages::{aim, gather_pulls, keep_child_in_limit, line_step};
 use crate::error::Result;
 use crate::geometry::{EPS_LEN, Pull, angle_between, fit_rigid, fit_rotation};
@@ -83,6 +86,8 @@ pub struct FabrikClassic {
     effectors: Vec<(DVec3, DQuat)>,
     pulls: Vec<Pull>,
     start: IterationStart,
+    /// The plan of the problem last solved ([`Plan`]), derived anew for another structure.
+    plan: Arc<Plan>,
 }
 
 impl FabrikClassic {
@@ -106,6 +111,7 @@ impl Solver for FabrikClassic {
     /// As [`Solver::solve`], and [`crate::Error::Unsupported`] for a pole on a chain another goal
     /// also moves, or a bone that may stretch carrying a goal (`solver/prepare.rs`).
     fn solve_positions(&mut self, problem: &Problem, start: &Pose) -> Result<Solution> {
+        Plan::refresh(&mut self.plan, problem);
         let settings = begin_solve(&self.settings, problem, start, &mut self.start_locals)?;
         refuse_tree_poles(problem, self.name())?;
         refuse_stretch(problem, self.name())?;
@@ -167,15 +173,15 @@ impl FabrikClassic {
     }
 
     /// Alg. 1 lines 1.4–1.12: a lone serial chain of connected free bones (pinned top, position
-    /// goal on its tail, [`crate::problem::Topology`]'s serial chain without limits) whose target
+    /// goal on its tail, the [`Plan`]'s serial chain without limits) whose target
     /// is farther from the chain's top than its length is pointed straight at the target. Returns
     /// whether it was.
     fn straighten_if_out_of_reach(&mut self, problem: &Problem) -> bool {
-        let topo = problem.topology();
-        let Some(chain) = topo.serial_chain.as_ref().filter(|c| !c.limited) else { return false };
+        let plan = Arc::clone(&self.plan);
+        let Some(chain) = plan.serial_chain.as_ref().filter(|c| !c.limited) else { return false };
         let g = &problem.goals()[0];
         let Some(&top) = chain.bones.first() else { return false };
-        if g.orientation.is_some() || (g.target - self.frames.heads[top]).length() <= topo.chain_reach[0] {
+        if g.orientation.is_some() || (g.target - self.frames.heads[top]).length() <= problem.topology().chain_reach[0] {
             return false;
         }
         let rig = problem.rig();
@@ -214,7 +220,7 @@ impl FabrikClassic {
 
     /// Fills `self.pulls` with what pulls bone `b` (FABRIK's [`gather_pulls`]).
     fn gather_pulls(&mut self, problem: &Problem, b: usize) -> Option<DQuat> {
-        gather_pulls(problem, b, &self.forward_heads, &mut self.pulls)
+        gather_pulls(&self.plan, problem, b, &self.forward_heads, &mut self.pulls)
     }
 
     /// Stage 1 (forward reaching, lines 1.19–1.28, and §3.7.1's sub-bases): from the effectors
@@ -246,8 +252,8 @@ impl FabrikClassic {
                     fit_rigid(old_rot, &self.pulls)
                 }
             };
-            let (rot, head) = match topo.pulls[b].as_slice() {
-                [(c, _)] if self.pulls.len() == 1 => self.keep_child_in_limit(rig, *c, rot, head),
+            let (rot, head) = match self.plan.pulls[b].as_slice() {
+                &[(c, _)] if self.pulls.len() == 1 => self.keep_child_in_limit(rig, c, rot, head),
                 _ => (rot, head),
             };
             self.frames.rotations[b] = rot;

@@ -96,12 +96,12 @@ impl Fabrik {
     /// kinematics.
     pub(super) fn finish_free_tails(&mut self, problem: &Problem, always: bool) {
         let rig = problem.rig();
-        let topo = problem.topology();
+        let plan = &self.plan;
         let mut changed = false;
         self.changed.clear();
         self.changed.resize(rig.len(), false);
         for (gi, g) in problem.goals().iter().enumerate() {
-            let Some(tail) = topo.free_tails[gi].as_deref() else { continue };
+            let Some(tail) = plan.free_tails[gi].as_deref() else { continue };
             if g.pole.is_some() {
                 continue;
             }

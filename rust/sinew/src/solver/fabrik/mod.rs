@@ -53,10 +53,14 @@
 //! - `bend.rs`: bend steering (preferred bends, wrong-way flips, the two-bone step, making room
 //!   for a child's limit), on the swivel search of `swivel.rs`.
 //! - `poles.rs`: Blender's pole on lone chains, and poles kept in trees.
+//! - `plan.rs`: what both solvers derive from a problem's structure beyond its topology (what
+//!   pulls each bone, lone chains' reaches, anchors, free tails, the serial chain), kept between
+//!   solves and derived anew for a problem of another structure.
 
 mod bend;
 mod classic;
 mod finish;
+mod plan;
 mod poles;
 mod serial;
 mod stages;
@@ -67,8 +71,11 @@ mod tree;
 
 pub use classic::FabrikClassic;
 
+use std::sync::Arc;
+
 use glam::{DQuat, DVec3};
 
+use plan::Plan;
 use super::jacobian::{DlsSteps, goal_error};
 use super::reference::{effective_reference, starts_near};
 use super::{Solution, SolveSettings, Solver, StopReason, begin_solve, settle};
@@ -78,11 +85,13 @@ use crate::pose::{Frames, Pose};
 use crate::problem::Problem;
 use crate::rotations::aim_serial_chain;
 
-/// The FABRIK solver. Keeps scratch buffers between solves, so the warm-started tracking path
-/// allocates only its result.
+/// The FABRIK solver. Keeps scratch buffers and the problem's plan between solves, so the
+/// warm-started tracking path allocates only its result.
 #[derive(Debug, Clone, Default)]
 pub struct Fabrik {
     settings: SolveSettings,
+    /// The plan of the problem last solved ([`Plan`]), derived anew for another structure.
+    plan: Arc<Plan>,
     frames: Frames,
     locals: Vec<DQuat>,
     start_locals: Vec<DQuat>,
@@ -137,6 +146,7 @@ impl Solver for Fabrik {
     ///
     /// Where bones may stretch ([`Problem::stretches`]), see `Fabrik::solve_stretching`.
     fn solve_positions(&mut self, problem: &Problem, start: &Pose) -> Result<Solution> {
+        Plan::refresh(&mut self.plan, problem);
         if problem.stretches() && !problem.goals().is_empty() {
             return self.solve_stretching(problem, start);
         }
@@ -276,7 +286,8 @@ impl Fabrik {
             return Ok(Solution { pose, iterations: 0, residuals: vec![], orientation_residuals: vec![], reached: true, stop: StopReason::Converged });
         }
 
-        let serial = topo.serial_chain.as_ref().filter(|_| goals[0].orientation.is_none());
+        let plan = Arc::clone(&self.plan);
+        let serial = plan.serial_chain.as_ref().filter(|_| goals[0].orientation.is_none());
         if let Some(chain) = serial
             && (self.frames.effector(goals[0].bone, goals[0].use_tail) - goals[0].target).length_squared() <= settings.tolerance * settings.tolerance
             && (!chain.limited || self.start_within_limits(problem))

@@ -1,5 +1,5 @@
 //! A lone serial chain (one position goal on a chain of connected bones with a pinned top,
-//! [`crate::problem::Topology`]'s serial chain): the report's Alg. 1 (TR-632,
+//! the [`Plan`](super::plan::Plan)'s serial chain): the report's Alg. 1 (TR-632,
 //! `../shared/papers/fabrik-tech-report-2009.md` §3.7) on joint positions alone, with its
 //! unreachable-target shortcut (lines 1.4–1.12), finished by Gauss–Newton steps on the same
 //! positions and the closed-form end game ([`Fabrik::solve_serial`]); the caller turns the

@@ -14,6 +14,7 @@
 
 use glam::{DQuat, DVec3};
 
+use super::plan::Plan;
 use crate::geometry::{EPS_LEN, Pull, angle_between};
 use crate::problem::Problem;
 use crate::rig::Rig;
@@ -60,19 +61,19 @@ pub(super) fn keep_child_in_limit(rig: &Rig, c: usize, (rot, head): (DQuat, DVec
     (rot, child_head - rot * child.rest_head)
 }
 
-/// Fills `pulls` with what pulls bone `b` in FABRIK's forward stage (§3.7.1's sub-bases): each
-/// active child's head toward its forward estimate in `forward_heads` (with the summed weight of
-/// the goals it leads to), and each goal on `b` (its tail or head toward the target). Returns the
-/// target orientation of the first goal on `b` that has one.
-pub(super) fn gather_pulls(problem: &Problem, b: usize, forward_heads: &[DVec3], pulls: &mut Vec<Pull>) -> Option<DQuat> {
+/// Fills `pulls` with what pulls bone `b` in FABRIK's forward stage (§3.7.1's sub-bases, as the
+/// problem's [`Plan`] `plan` lists them): each active child's head toward its forward estimate in
+/// `forward_heads` (with the summed weight of the goals it leads to), and each goal on `b` (its
+/// tail or head toward the target). Returns the target orientation of the first goal on `b` that
+/// has one.
+pub(super) fn gather_pulls(plan: &Plan, problem: &Problem, b: usize, forward_heads: &[DVec3], pulls: &mut Vec<Pull>) -> Option<DQuat> {
     let rig = problem.rig();
-    let topo = problem.topology();
     pulls.clear();
-    for &(c, w) in &topo.pulls[b] {
+    for &(c, w) in &plan.pulls[b] {
         pulls.push(Pull { local: rig.bone(c).rest_head, target: forward_heads[c], weight: w });
     }
     let mut orientation = None;
-    for &gi in &topo.effector_goals[b] {
+    for &gi in &plan.effector_goals[b] {
         let g = &problem.goals()[gi];
         let local = if g.use_tail { DVec3::new(0.0, rig.bone(b).length, 0.0) } else { DVec3::ZERO };
         pulls.push(Pull { local, target: g.target, weight: g.weight });

@@ -42,10 +42,10 @@ impl Fabrik {
     /// the sub-base's head, so the pull goes to the nearest point of that sphere from which the
     /// chain reaches (where the sphere meets the ball of the chain's reach about its target).
     pub(super) fn reach_aware_pulls(&mut self, problem: &Problem, b: usize, head: DVec3, rot: DQuat, head_fixed: bool) {
-        let topo = problem.topology();
+        let plan = &self.plan;
         let rig = problem.rig();
-        for (pull, &(c, _)) in self.pulls.iter_mut().zip(&topo.pulls[b]) {
-            let Some((g, reach)) = topo.lone_goal[c] else { continue };
+        for (pull, &(c, _)) in self.pulls.iter_mut().zip(&plan.pulls[b]) {
+            let Some((g, reach)) = plan.lone_goal[c] else { continue };
             let target = problem.goals()[g].target;
             let attach = head + rot * rig.bone(c).rest_head;
             let to_target = target - attach;
@@ -67,9 +67,9 @@ impl Fabrik {
     /// converges quadratically, where fitting to re-measured pull points (alternating
     /// projections) crawls, e.g. a pinned pelvis with both legs at full stretch.
     pub(super) fn turn_sub_base(&mut self, problem: &Problem, b: usize, head: DVec3, rot: DQuat) -> DQuat {
-        let topo = problem.topology();
+        let plan = &self.plan;
         let rig = problem.rig();
-        let children = &topo.pulls[b];
+        let children = &plan.pulls[b];
         let mut rot = rot;
         for _ in 0..SUB_BASE_ROUNDS {
             let mut leverage = 0.0;
@@ -77,7 +77,7 @@ impl Fabrik {
             let mut jtr = DVec3::ZERO;
             for (k, pull) in self.pulls.iter().enumerate() {
                 let v = rot * pull.local;
-                let lone = children.get(k).and_then(|&(c, _)| topo.lone_goal[c]);
+                let lone = children.get(k).and_then(|&(c, _)| plan.lone_goal[c]);
                 match lone {
                     Some((g, reach)) => {
                         let to_target = problem.goals()[g].target - (head + v);

@@ -148,12 +148,11 @@ impl Fabrik {
     /// `tolerance`), what the damped-least-squares steps may close. `None` when some target is
     /// out of reach (by more than `tolerance`: a target at full stretch is reached by
     /// straightening) even with every moved bone above its chain helping (from its anchor's
-    /// head, see `Topology::anchor_reach`): FABRIK straightens such a chain toward its target,
+    /// head, see `Plan::anchor_reach`): FABRIK straightens such a chain toward its target,
     /// where a least-squares compromise would bend it to help the other goals.
     pub(super) fn unmet_if_all_within_reach(&self, problem: &Problem, tolerance: f64) -> Option<f64> {
-        let topo = problem.topology();
         let mut total = 0.0;
-        for (gi, (g, &(anchor, reach))) in problem.goals().iter().zip(&topo.anchor_reach).enumerate() {
+        for (gi, (g, &(anchor, reach))) in problem.goals().iter().zip(&self.plan.anchor_reach).enumerate() {
             if (g.target - self.frames.heads[anchor]).length() > reach + tolerance {
                 return None;
             }
@@ -170,7 +169,7 @@ impl Fabrik {
 
     /// Fills `self.pulls` with what pulls bone `b` ([`gather_pulls`]).
     fn gather_pulls(&mut self, problem: &Problem, b: usize) -> Option<DQuat> {
-        gather_pulls(problem, b, &self.forward_heads, &mut self.pulls)
+        gather_pulls(&self.plan, problem, b, &self.forward_heads, &mut self.pulls)
     }
 
     /// Stage 1: from the effectors inward; sub-bases take the rigid fit of their children's
@@ -195,14 +194,14 @@ impl Fabrik {
             } else {
                 fit_rigid(old_rot, &self.pulls)
             };
-            let (rot, head) = match topo.pulls[b].as_slice() {
-                [(c, _)] if self.pulls.len() == 1 => {
-                    let (rot, head) = if self.flip_wrong_bend(rig, *c, rot, head) {
-                        line_step(old_rot, old_head, rig.bone(*c).rest_head, self.forward_heads[*c])
+            let (rot, head) = match self.plan.pulls[b].as_slice() {
+                &[(c, _)] if self.pulls.len() == 1 => {
+                    let (rot, head) = if self.flip_wrong_bend(rig, c, rot, head) {
+                        line_step(old_rot, old_head, rig.bone(c).rest_head, self.forward_heads[c])
                     } else {
                         (rot, head)
                     };
-                    self.keep_child_in_limit(rig, *c, rot, head)
+                    self.keep_child_in_limit(rig, c, rot, head)
                 }
                 _ => (rot, head),
             };
@@ -245,9 +244,9 @@ impl Fabrik {
                 if self.pulls.len() > 1 {
                     self.reach_aware_pulls(problem, b, head, current, true);
                 }
-                let two_bone = match topo.pulls[b].as_slice() {
-                    [(c, _)] if orientation.is_none() && self.pulls.len() == 1 => {
-                        self.two_bone_step(problem, b, *c, base, head, current)
+                let two_bone = match self.plan.pulls[b].as_slice() {
+                    &[(c, _)] if orientation.is_none() && self.pulls.len() == 1 => {
+                        self.two_bone_step(problem, b, c, base, head, current)
                     }
                     _ => None,
                 };
@@ -262,11 +261,11 @@ impl Fabrik {
                     // keeps its local rotation and follows its parent.
                     base * self.locals[b]
                 } else if let [p] = self.pulls.as_slice() {
-                    match (bone.limit.swing, topo.pulls[b].as_slice()) {
+                    match (bone.limit.swing, self.plan.pulls[b].as_slice()) {
                         (Swing::Hinge(h), _) if !bone.limit.locked => base * aim_hinge(base, h, head, p.local, p.target),
-                        (_, [(c, _)]) => {
+                        (_, &[(c, _)]) => {
                             let want = aim(current, head, p.local, p.target);
-                            self.make_room_for_child(problem, b, *c, base, head, want)
+                            self.make_room_for_child(problem, b, c, base, head, want)
                         }
                         _ => aim(current, head, p.local, p.target),
                     }
