@@ -48,7 +48,7 @@ pub mod solver;
 pub use error::{Error, Result};
 pub use format::{LoadedProblem, ProblemFile, SolutionFile};
 pub use goal::{Demand, Goal, GoalKind, Pole};
-pub use limits::{ConeLimit, ConeShape, HingeLimit, JointLimit, LimitState, Swing, TwistLimit};
+pub use limits::{ConeLimit, ConeShape, Freedom, HingeLimit, JointLimit, LimitState, Swing, TwistLimit};
 pub use pose::{Frames, MAX_SCALE, MIN_SCALE, Pose};
 pub use problem::{Problem, RootMode, Topology};
 pub use rig::{Bone, BoneRef, CONNECTED_TOLERANCE, Rig};

@@ -347,6 +347,23 @@ pub enum Swing {
     Hinge(HingeLimit),
 }
 
+/// A joint's rotational degrees of freedom: what a solver step may turn the bone about (as
+/// Blender's `IK_QSegment` kinds). A lock is apart from them ([`JointLimit::locked`] holds the
+/// rotation whatever they are).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Freedom {
+    /// Three: swing and twist (each perhaps bounded).
+    Ball,
+    /// Two: swing only, the twist held (a twist range of one value, as Blender's `lock_ik_y`).
+    Swing,
+    /// One: the angle about the hinge's axis (in the bone's rest frame), within its range.
+    Hinge(HingeLimit),
+}
+
+/// A twist range at most this wide (radians) locks the twist: the bone swings only
+/// ([`Freedom::Swing`]).
+const TWIST_LOCKED: f64 = 1e-9;
+
 /// Every limit on one bone.
 ///
 /// In the problem format `stiffness` is one number (all three axes) or `[x, y, z]`, one per axis
@@ -456,7 +473,48 @@ impl JointLimit {
     /// True when the bone's rotation is bounded (cone, hinge, twist or lock).
     #[must_use]
     pub fn constrains_rotation(&self) -> bool {
-        !matches!(self.swing, Swing::Free) || self.twist.is_some() || self.locked
+        self.bounds_swing() || self.twist.is_some() || self.locked
+    }
+
+    /// The joint's degrees of freedom (a lock aside): a hinge's one, a locked twist's two, or three.
+    #[must_use]
+    pub fn freedom(&self) -> Freedom {
+        match self.swing {
+            Swing::Hinge(h) => Freedom::Hinge(h),
+            _ if self.twist.is_some_and(|t| t.max - t.min <= TWIST_LOCKED) => Freedom::Swing,
+            _ => Freedom::Ball,
+        }
+    }
+
+    /// True when the swing (the bone's direction) is bounded: a cone or a hinge.
+    #[must_use]
+    pub fn bounds_swing(&self) -> bool {
+        !matches!(self.swing, Swing::Free)
+    }
+
+    /// An upper bound (radians) on how far the limit lets the bone's direction swing from rest:
+    /// a cone's widest half-angle, π otherwise.
+    #[must_use]
+    pub fn widest_swing(&self) -> f64 {
+        match self.swing {
+            Swing::Cone(cone) => cone.x_pos.max(cone.x_neg).max(cone.z_pos).max(cone.z_neg),
+            _ => std::f64::consts::PI,
+        }
+    }
+
+    /// How much shorter than its two links (`rest_head`, from the parent's head to the joint, and
+    /// `point` on the bone at rest rotation `rest_rotation`) the joint leaves the span from the
+    /// parent's head to `point` at its straightest allowed angle: a hinge's, sampled over its
+    /// range (0 for other joints). A knee whose range stops short of straight never straightens.
+    pub(crate) fn reach_loss(&self, rest_head: DVec3, rest_rotation: DQuat, point: DVec3) -> f64 {
+        let Swing::Hinge(h) = self.swing else { return 0.0 };
+        let k = rest_head;
+        let span = |t: f64| (k + rest_rotation * DQuat::from_axis_angle(h.axis, t) * point).length();
+        const SAMPLES: usize = 64;
+        let best = (0..=SAMPLES)
+            .map(|i| span(h.min + (h.max - h.min) * i as f64 / SAMPLES as f64))
+            .fold(0.0f64, f64::max);
+        (k.length() + point.length() - best).max(0.0)
     }
 
     /// The allowed local rotation nearest to `local` (swing clamped, then twist clamped).

@@ -629,24 +629,10 @@ impl Problem {
     }
 }
 
-/// How much shorter than its two links a hinge joint leaves the span from its parent's head to
-/// `point` (on the hinge bone) at its straightest allowed angle (0 for other joints). A knee whose
-/// rest pose is slightly bent and whose range stops at zero never straightens fully.
-fn hinge_reach_loss(bone: &crate::rig::Bone, point: DVec3) -> f64 {
-    let crate::limits::Swing::Hinge(h) = bone.limit.swing else { return 0.0 };
-    let k = bone.rest_head;
-    let span = |t: f64| (k + bone.rest_rotation * DQuat::from_axis_angle(h.axis, t) * point).length();
-    const SAMPLES: usize = 64;
-    let best = (0..=SAMPLES)
-        .map(|i| span(h.min + (h.max - h.min) * i as f64 / SAMPLES as f64))
-        .fold(0.0f64, f64::max);
-    (k.length() + point.length() - best).max(0.0)
-}
-
 /// The reach of goal `g`'s chain `chain` (the bones it moves, effector first) from each bone's
 /// head to the effector point: the links along the chain, less what a hinge's range keeps from
-/// straightening ([`hinge_reach_loss`]). Calls `at(k, reach)` for each bone `chain[k]`; returns
-/// the whole chain's, from its top bone's head.
+/// straightening ([`crate::JointLimit::reach_loss`]). Calls `at(k, reach)` for each bone
+/// `chain[k]`; returns the whole chain's, from its top bone's head.
 pub(crate) fn chain_reaches(rig: &Rig, g: &Goal, chain: &[usize], mut at: impl FnMut(usize, f64)) -> f64 {
     let mut reach = if g.use_tail { rig.bone(g.bone).length } else { 0.0 };
     for k in 0..chain.len() {
@@ -659,7 +645,8 @@ pub(crate) fn chain_reaches(rig: &Rig, g: &Goal, chain: &[usize], mut at: impl F
                 1 => DVec3::ZERO,
                 _ => rig.bone(chain[k - 2]).rest_head,
             };
-            reach -= hinge_reach_loss(rig.bone(c), p);
+            let bone = rig.bone(c);
+            reach -= bone.limit.reach_loss(bone.rest_head, bone.rest_rotation, p);
         }
         at(k, reach);
     }

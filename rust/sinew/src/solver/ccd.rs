@@ -6,7 +6,7 @@ use super::prepare::{IterationStart, refuse_stretch, refuse_tree_poles};
 use super::{Solution, SolveSettings, Solver, StopReason, begin_solve, settle};
 use crate::error::Result;
 use crate::geometry::{EPS_LEN, angle_between, fit_rotation, shortest_arc, twist_angle};
-use crate::limits::Swing;
+use crate::limits::Freedom;
 use crate::pose::{Frames, Pose};
 use crate::problem::{Problem, RootMode};
 
@@ -193,8 +193,8 @@ impl Ccd {
             }
             let parent = bone.parent.map_or(DQuat::IDENTITY, |p| self.frames.rotations[p]);
             let base = rig.local_base(b, parent);
-            let want = match limit.swing {
-                Swing::Hinge(h) => {
+            let want = match limit.freedom() {
+                Freedom::Hinge(h) => {
                     // The turn δ about the hinge's world axis maximising Σ w t·R(δ)e.
                     let axis = base * h.axis;
                     let (mut sin, mut cos) = (0.0, 0.0);

@@ -37,7 +37,7 @@ use glam::DQuat;
 
 use super::gram::GramBlocks;
 use crate::geometry::{angle_between, from_rotation_vector, renormalize, rotation_vector, swing_twist_y};
-use crate::limits::Swing;
+use crate::limits::Freedom;
 use crate::pose::{Frames, MAX_SCALE, MIN_SCALE, Pose};
 use crate::problem::{Problem, RootMode};
 
@@ -75,8 +75,6 @@ const SHORT_BONE_GAIN: f64 = 0.1;
 /// Most steps [`DlsSteps::refine_toward`] takes toward the reference in one solve while a limit
 /// holds some bone.
 const RELAX_ITERATIONS: u32 = 40;
-/// A twist range at most this wide (radians) locks the twist: the bone swings only.
-const TWIST_LOCKED: f64 = 1e-9;
 /// The largest turn (radians) of a bone in one step toward the goals.
 const MAX_TURN: f64 = 0.5;
 /// [`DlsSteps::refine_toward`] has settled when a step turns no bone by more than this
@@ -462,7 +460,7 @@ impl DlsSteps {
                     let k = j.stretch.unwrap_or(1.0);
                     ((reference.scale(b) - pose.scale(b)) / (j.gain * k)).powi(2)
                 }
-                Some(b) if self.swings(rig, b, j) => {
+                Some(b) if self.swings(b, j) => {
                     let Some(r) = j.ratios else {
                         // Swing only: the angle between the bone's direction and the reference's.
                         let (d, wanted) = (pose.rotations[b] * DVec3::Y, reference.rotations[b] * DVec3::Y);
@@ -506,7 +504,7 @@ impl DlsSteps {
             };
             let mut coords = [0.0; 3];
             let mut within = DVec3::ZERO;
-            let swinging = joint.bone.is_some_and(|b| self.swings(rig, b, joint));
+            let swinging = joint.bone.is_some_and(|b| self.swings(b, joint));
             if let (true, Some(b)) = (swinging, joint.bone) {
                 // Swing only: the minimal arc from the bone's direction to the reference's, on the
                 // directions each axis moves it by (`a × d`).
@@ -538,9 +536,9 @@ impl DlsSteps {
         }
     }
 
-    /// Whether `joint` (bone `b`) swings only: its twist is not free and it is no hinge.
-    fn swings(&self, rig: &crate::rig::Rig, b: usize, joint: &Joint) -> bool {
-        !self.twist_free[b] && !matches!(rig.bone(b).limit.swing, Swing::Hinge(_)) && !joint.world_axes
+    /// Whether `joint` (bone `b`) swings only: its twist is not free (so it is no hinge).
+    fn swings(&self, b: usize, joint: &Joint) -> bool {
+        !self.twist_free[b] && !joint.world_axes
     }
 
     /// `self.rhs −= pull · J d`, `d` the turns toward the reference (`self.toward`).
@@ -686,11 +684,11 @@ impl DlsSteps {
         }
         self.tree_poles.clear();
         self.tree_poles.extend((0..goals.len()).filter(|&gi| goals[gi].pole.is_some() && !topo.is_lone_chain(gi)));
-        // A bone swings only where its twist is locked (a twist range of one value, as
-        // Blender's `lock_ik_y`), unless an orientation goal moves it: then the steps keep the
-        // twist exactly instead of clamping it back after every step.
+        // A bone swings only where its joint does ([`Freedom::Swing`]: its twist is locked),
+        // unless an orientation goal moves it: then the steps keep the twist exactly instead of
+        // clamping it back after every step.
         self.twist_free.clear();
-        self.twist_free.extend(rig.bones().iter().map(|b| !b.limit.twist.is_some_and(|t| t.max - t.min <= TWIST_LOCKED)));
+        self.twist_free.extend(rig.bones().iter().map(|b| b.limit.freedom() != Freedom::Swing));
         for (gi, g) in goals.iter().enumerate() {
             if g.orientation.is_some() {
                 for &b in &topo.moved[gi] {
@@ -726,7 +724,7 @@ impl DlsSteps {
                 // Per-axis stiffness: the bone's own axes, each scaled by its gain.
                 let own = joint.ratios.map(|r| [world * (DVec3::X * r[0]), world * (DVec3::Y * r[1]), world * (DVec3::Z * r[2])]);
                 joint.scales = [1.0; 3];
-                if let Swing::Hinge(h) = rig.bone(b).limit.swing {
+                if let Freedom::Hinge(h) = rig.bone(b).limit.freedom() {
                     // The local rotation turns about the hinge axis, which it therefore keeps.
                     joint.axes[0] = world * h.axis;
                     joint.count = 1;
@@ -1011,7 +1009,7 @@ impl DlsSteps {
             let local = pose.rotations[b];
             let mut wanted = renormalize(local * from_rotation_vector(world.conjugate() * turn));
             let limit = &rig.bone(b).limit;
-            if !self.twist_free[b] && !matches!(limit.swing, Swing::Hinge(_)) {
+            if !self.twist_free[b] {
                 // Swing only: the twist stays the kept one (the steps' swings would drift it at
                 // second order).
                 wanted = (swing_twist_y(wanted).0 * self.kept_twist[b]).normalize();
@@ -1350,7 +1348,7 @@ mod tests {
 
     use super::*;
     use crate::goal::Goal;
-    use crate::limits::{HingeLimit, JointLimit};
+    use crate::limits::{HingeLimit, JointLimit, Swing};
     use crate::rig::{Bone, Rig};
 
     /// A bent five-bone chain (lengths 1..5) and a target 1% of its reach off its end.
@@ -1584,7 +1582,7 @@ mod tests {
         for joint in &steps.joints {
             let expected = match joint.bone {
                 None => 3,
-                Some(b) if matches!(problem.rig().bone(b).limit.swing, Swing::Hinge(_)) => 1,
+                Some(b) if matches!(problem.rig().bone(b).limit.freedom(), Freedom::Hinge(_)) => 1,
                 Some(b) if steps.twist_free[b] => 3,
                 Some(b) if steps.blocked[b].is_some() => 1,
                 Some(_) => 2,
@@ -1617,7 +1615,7 @@ mod tests {
                 Some(b) => {
                     let world = steps.frames.rotations[b];
                     let mut expected = pose.rotations[b] * from_rotation_vector(world.conjugate() * turn);
-                    if !steps.twist_free[b] && !matches!(problem.rig().bone(b).limit.swing, Swing::Hinge(_)) {
+                    if !steps.twist_free[b] {
                         // A swinging bone keeps its twist.
                         expected = swing_twist_y(expected).0 * steps.kept_twist[b];
                     }

@@ -7,7 +7,7 @@ use super::prepare::IterationStart;
 use super::{Solution, SolveSettings, Solver, StopReason, begin_solve, settle};
 use crate::error::{Error, Result};
 use crate::geometry::{EPS_LEN, angle_between, shortest_arc};
-use crate::limits::Swing;
+use crate::limits::Freedom;
 use crate::pose::{Frames, Pose};
 use crate::problem::Problem;
 
@@ -136,7 +136,7 @@ impl Triangulation {
                 continue;
             }
             let name = &rig.bone(b).name;
-            if matches!(limit.swing, Swing::Hinge(_)) {
+            if matches!(limit.freedom(), Freedom::Hinge(_)) {
                 return refuse(format!("bone \"{name}\" is a hinge: triangulation cannot restrict the axis of rotation (Müller-Cajar & Mukundan §7)"));
             }
             if limit.max_stiffness() > 0.0 {
@@ -191,7 +191,7 @@ impl Triangulation {
             }
             let c_dir = to_target / c;
             let b_straight: f64 = self.lengths[k + 1..].iter().sum();
-            let limited_below = self.joints[k + 1..].iter().any(|&(j, _)| rig.bone(j).limit.locked || matches!(rig.bone(j).limit.swing, Swing::Cone(_)));
+            let limited_below = self.joints[k + 1..].iter().any(|&(j, _)| rig.bone(j).limit.locked || rig.bone(j).limit.bounds_swing());
             let mut triangle = None;
             let turn = if formed || c >= a + b_straight {
                 shortest_arc(a_dir, c_dir)
@@ -280,11 +280,7 @@ impl Triangulation {
                 let bend = if bone.limit.locked {
                     in_parent(self.start_locals[b])
                 } else {
-                    let widest = match bone.limit.swing {
-                        Swing::Cone(cone) => cone.x_pos.max(cone.x_neg).max(cone.z_pos).max(cone.z_neg),
-                        _ => std::f64::consts::PI,
-                    };
-                    (in_parent(DQuat::IDENTITY) + widest).min(std::f64::consts::PI)
+                    (in_parent(DQuat::IDENTITY) + bone.limit.widest_swing()).min(std::f64::consts::PI)
                 };
                 heading += bend;
             }

@@ -14,7 +14,7 @@ use super::Fabrik;
 use super::stages::aim;
 use super::swivel::best_swivel;
 use crate::geometry::{EPS_LEN, from_rotation_vector};
-use crate::limits::Swing;
+use crate::limits::Freedom;
 use crate::problem::Problem;
 use crate::rig::Rig;
 use crate::rotations::turn_toward;
@@ -152,7 +152,7 @@ impl Fabrik {
     pub(super) fn two_bone_step(&self, problem: &Problem, b: usize, c: usize, base: DQuat, head: DVec3, current: DQuat) -> Option<DQuat> {
         let rig = problem.rig();
         let child = rig.bone(c);
-        let Swing::Hinge(hinge) = child.limit.swing else { return None };
+        let Freedom::Hinge(hinge) = child.limit.freedom() else { return None };
         if child.limit.locked {
             return None;
         }
@@ -216,7 +216,7 @@ impl Fabrik {
     pub(super) fn make_room_for_child(&self, problem: &Problem, b: usize, c: usize, base: DQuat, head: DVec3, want: DQuat) -> DQuat {
         let rig = problem.rig();
         let child = rig.bone(c);
-        if child.limit.locked || !child.limit.constrains_rotation() || matches!(child.limit.swing, Swing::Hinge(_)) {
+        if child.limit.locked || !child.limit.constrains_rotation() || matches!(child.limit.freedom(), Freedom::Hinge(_)) {
             return want;
         }
         let Some((point, target)) = self.single_pull(problem, c) else { return want };

@@ -16,7 +16,7 @@ use super::bend::aim_hinge;
 use super::finish::finish_threshold;
 use super::stages::{aim, gather_pulls, keep_child_in_limit, line_step};
 use crate::geometry::{EPS_LEN, fit_rigid, fit_rotation};
-use crate::limits::Swing;
+use crate::limits::Freedom;
 use crate::pose::Pose;
 use crate::problem::{Problem, RootMode};
 use crate::rig::Rig;
@@ -261,8 +261,8 @@ impl Fabrik {
                     // keeps its local rotation and follows its parent.
                     base * self.locals[b]
                 } else if let [p] = self.pulls.as_slice() {
-                    match (bone.limit.swing, self.plan.pulls[b].as_slice()) {
-                        (Swing::Hinge(h), _) if !bone.limit.locked => base * aim_hinge(base, h, head, p.local, p.target),
+                    match (bone.limit.freedom(), self.plan.pulls[b].as_slice()) {
+                        (Freedom::Hinge(h), _) if !bone.limit.locked => base * aim_hinge(base, h, head, p.local, p.target),
                         (_, &[(c, _)]) => {
                             let want = aim(current, head, p.local, p.target);
                             self.make_room_for_child(problem, b, c, base, head, want)
