@@ -486,20 +486,16 @@ pub unsafe extern "C" fn sinew_problem_set_goal_kind(problem: *mut sinew_problem
 pub unsafe extern "C" fn sinew_problem_get_goal_kind(problem: *const sinew_problem, index: usize, out_kind: *mut u32, out_vector: *mut f64) -> sinew_status {
     ffi_status!({
         check_out(out_kind, "out_kind")?;
-        if !out_vector.is_null() {
-            check_out(out_vector, "out_vector")?;
-        }
+        // SAFETY: NULL, or 3 writable doubles by contract.
+        let vector = if out_vector.is_null() { None } else { Some(unsafe { OutBuf::new(out_vector, 3, 3, "out_vector") }?) };
         // SAFETY: a live problem by contract.
         let p = unsafe { get_ref(problem, "problem") }?;
         let goals = p.problem.goals();
         let g = goals.get(index).ok_or_else(|| goal_count_error(index, goals.len()))?;
-        // SAFETY: checked; writable by contract (3 doubles for the vector).
+        // SAFETY: checked; writable by contract.
         unsafe { write(out_kind, g.kind.index() as u32, "out_kind") }?;
-        if !out_vector.is_null() {
-            let v = g.kind.vector().unwrap_or_default().to_array();
-            for (i, x) in v.into_iter().enumerate() {
-                unsafe { out_vector.add(i).write(x) };
-            }
+        if let Some(out) = vector {
+            out.set_all(0, g.kind.vector().unwrap_or_default().to_array());
         }
         Ok(())
     })

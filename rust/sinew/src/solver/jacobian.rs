@@ -1131,26 +1131,24 @@ impl DlsSteps {
     /// [`DlsSteps::accept_trial`] moves `pose` there.
     pub(super) fn try_step(&mut self, problem: &Problem, pose: &Pose, y: &[f64]) -> (f64, f64) {
         self.rhs.copy_from_slice(y);
-        let mut trial = std::mem::take(&mut self.trial);
-        trial.rotations.clone_from(&pose.rotations);
-        trial.root_translation = pose.root_translation;
-        trial.scales.clone_from(&pose.scales);
-        self.apply_step(problem, pose, &mut trial, 0.0, false);
-        let error = evaluate(problem, &self.tree_poles, &trial, &mut self.trial_frames, &mut self.trial_residual);
-        self.trial = trial;
-        let moved = self.residual.iter().zip(&self.trial_residual).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
-        (error, moved)
+        self.try_step_from(problem, pose, None)
     }
 
     /// [`DlsSteps::try_step`] with the step given as the unknowns' changes `Δθ` (`n` entries,
     /// in the order of [`DlsSteps::dense_jacobian`]'s columns), for a method whose step is not
     /// in `J`'s row space (the quasi-Newton steps of `nlp`).
     pub(super) fn try_step_unknowns(&mut self, problem: &Problem, pose: &Pose, dtheta: &[f64]) -> (f64, f64) {
+        self.try_step_from(problem, pose, Some(dtheta))
+    }
+
+    /// The trial of [`DlsSteps::try_step`] (`unknowns` `None`: `Δθ = Jᵀ self.rhs`) or of
+    /// [`DlsSteps::try_step_unknowns`].
+    fn try_step_from(&mut self, problem: &Problem, pose: &Pose, unknowns: Option<&[f64]>) -> (f64, f64) {
         let mut trial = std::mem::take(&mut self.trial);
         trial.rotations.clone_from(&pose.rotations);
         trial.root_translation = pose.root_translation;
         trial.scales.clone_from(&pose.scales);
-        self.apply_step_from(problem, pose, &mut trial, 0.0, false, Some(dtheta));
+        self.apply_step_from(problem, pose, &mut trial, 0.0, false, unknowns);
         let error = evaluate(problem, &self.tree_poles, &trial, &mut self.trial_frames, &mut self.trial_residual);
         self.trial = trial;
         let moved = self.residual.iter().zip(&self.trial_residual).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);

@@ -278,13 +278,14 @@ pub fn solve_goal_kinds<S: Solver + ?Sized>(solver: &mut S, problem: &Problem, s
         problem.as_position_goals(&frames, &mut positions);
         let solution = solver.solve_positions(&positions, &pose)?;
         iterations = iterations.saturating_add(solution.iterations);
-        stop = solution.stop;
         let now = problem.rig().forward(&solution.pose);
         let e = error(&now);
         if e > last_error {
-            // (Not expected, by the argument above; kept out of the answer all the same.)
+            // (Not expected, by the argument above; kept out of the answer, with its stop reason,
+            // all the same.)
             break;
         }
+        stop = solution.stop;
         (pose, frames) = (solution.pose, now);
         let met = (0..problem.goals().len()).all(|gi| problem.goal_met(gi, &frames, settings.tolerance));
         if met || e >= last_error * (1.0 - 1e-9) {
