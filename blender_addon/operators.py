@@ -2,7 +2,7 @@
 """Sinew's operators: Solve IK, Bake IK to Keyframes, Compare IK Methods, Restore IK Constraints,
 Export IK Problem.
 
-Where they are: Pose > Inverse Kinematics (Solve IK, Restore IK Constraints), Pose > Animation
+Where they are: Pose > Inverse Kinematics (Solve IK, Restore IK Constraints, Compare IK Methods), Pose > Animation
 and Object > Animation (Bake IK to Keyframes, for an armature), the Sinew tab of the sidebar (all
 of them; Compare IK Methods in its Method Comparison panel), and F3. Solve, Bake and Restore act
 on every armature in Pose Mode (multi-object editing), one engine call per armature; Compare IK
@@ -645,10 +645,10 @@ class SINEW_OT_export_problem(_SolverProps, bpy.types.Operator, ExportHelper):
 
 
 # -- Menus ------------------------------------------------------------------------------------
-# Pose > Inverse Kinematics (VIEW3D_MT_pose_ik) gets Solve IK and Restore IK Constraints; the
-# Animation menu (VIEW3D_MT_object_animation: Pose > Animation in Pose Mode, Object > Animation
-# in Object Mode) gets the bake, next to Bake Action. Once each, and F3 finds them there. The
-# commands that change nothing (Compare IK Methods, Export IK Problem) are in the sidebar and F3.
+# Pose > Inverse Kinematics (VIEW3D_MT_pose_ik) gets Solve IK, Restore IK Constraints and Compare
+# IK Methods; the Animation menu (VIEW3D_MT_object_animation: Pose > Animation in Pose Mode,
+# Object > Animation in Object Mode) gets the bake, next to Bake Action. Once each, and F3 finds
+# them there. Export IK Problem, which changes nothing, is in the sidebar and F3.
 
 
 def menu_pose_ik(self, context):

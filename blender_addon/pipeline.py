@@ -164,20 +164,18 @@ def evaluated_misses(problem: rig_reader.RigProblem, depsgraph, targets=None, ve
         targets, _orients, _poles = problem.sample_goals(depsgraph)
     if vectors is None and any(g.kind in rig_reader.TARGET_AXIS_KINDS for g in problem.goals):
         vectors = problem.sample_vectors(depsgraph)
+    sinew = rig_reader.engine()
     pbs = problem.ob.evaluated_get(depsgraph).pose.bones
     out = np.zeros(len(problem.goals))
     for i, spec in enumerate(problem.goals):
         pb = pbs[spec.bone]
-        d = np.array(pb.tail if spec.use_tail else pb.head) - targets[i]
+        effector = pb.tail if spec.use_tail else pb.head
         if spec.kind == "position":
-            out[i] = np.linalg.norm(d)
-        elif spec.kind == "line":
-            u = vectors[i]
-            out[i] = np.linalg.norm(d - u * np.dot(d, u))
-        elif spec.kind == "plane":
-            out[i] = abs(float(np.dot(d, vectors[i])))
-        elif spec.kind == "half_space":
-            out[i] = max(0.0, -float(np.dot(d, vectors[i])))
+            out[i] = np.linalg.norm(np.array(effector) - targets[i])
+        elif spec.kind in rig_reader.TARGET_AXIS_KINDS:
+            # (The engine's measure: the distance to the goal's line, plane or allowed side.)
+            goal = sinew.Goal(spec.bone, targets[i], use_tail=spec.use_tail, **problem.kind_arguments(i, vectors))
+            out[i] = goal.errors(pb.head, pb.matrix.to_quaternion(), effector)[0]
     return out
 
 

@@ -713,13 +713,7 @@ class RigProblem:
         sinew = engine()
         out = []
         for i, spec in enumerate(self.goals):
-            kw = {}
-            if spec.kind != "position":
-                kw["kind"] = spec.kind
-                if spec.kind in KIND_VECTOR:
-                    if vectors is None:
-                        raise ValueError(f"goal {spec.bone!r} ({spec.kind}) needs its vector")
-                    kw[KIND_VECTOR[spec.kind]] = vectors[i]
+            kw = self.kind_arguments(i, vectors)
             if spec.use_orientation:
                 kw["orientation"] = orients[i]
             if spec.pole is not None:
@@ -728,6 +722,19 @@ class RigProblem:
             out.append(sinew.Goal(spec.bone, targets[i], weight=spec.weight, chain_length=spec.chain_length,
                                   use_tail=spec.use_tail, **kw))
         return out
+
+    def kind_arguments(self, i: int, vectors=None) -> dict:
+        """Goal ``i``'s kind as ``sinew.Goal``'s keyword arguments (none for a position goal),
+        its direction or normal from ``vectors`` (G, 3)."""
+        spec = self.goals[i]
+        if spec.kind == "position":
+            return {}
+        kw = {"kind": spec.kind}
+        if spec.kind in KIND_VECTOR:
+            if vectors is None:
+                raise ValueError(f"goal {spec.bone!r} ({spec.kind}) needs its vector")
+            kw[KIND_VECTOR[spec.kind]] = vectors[i]
+        return kw
 
     def pose_from_bones(self, pose_bones):
         """Local rotations (N, 4) wxyz (anchors: identity, their pose is their rest) and bone 0's

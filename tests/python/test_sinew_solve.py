@@ -512,3 +512,23 @@ def test_bad_goal_kinds_are_goal_errors():
         sinew.Solver().solve(rig, [sinew.Goal(1, (0, 0, 0), kind="orientation")])
     with pytest.raises(sinew.GoalError, match="must be finite and nonzero"):
         sinew.Solver().solve(rig, [sinew.Goal(1, (0, 0, 0), kind="plane", normal=(0, 0, 0))])
+
+
+def test_goal_errors_measure_a_given_pose_as_the_solver_does():
+    """Goal.errors gives, for a pose the caller has, what a solution reports as its residuals."""
+    rig = chain(4)
+    solver = sinew.Solver("fabrik", max_iterations=3)
+    start = np.array([[np.cos(0.1), np.sin(0.1), 0, 0]] * 4)
+    goals = [sinew.Goal("b3", (0.5, 0.2, 2.0), kind="plane", normal=(0, 1, 1)),
+             sinew.Goal("b3", (1.0, 1.0, 1.0), kind="line", direction=(0, 0, 2)),
+             sinew.Goal("b3", (0, 0, 3.0), kind="half_space", normal=(0, 0, -1)),
+             sinew.Goal("b3", (1.0, 2.0, 3.0), orientation=(0.9, 0.1, 0.3, 0.2)),
+             sinew.Goal("b3", (2.0, 1.0, 0.5), kind="aim")]
+    for goal in goals:
+        sol = solver.solve(rig, [goal], pose=start)
+        heads, tails, rots = rig.forward_kinematics(sol.rotations)
+        d, a = goal.errors(heads[3], rots[3], tails[3])
+        assert d == pytest.approx(sol.residuals[0], abs=1e-12), goal
+        assert a == pytest.approx(sol.orientation_residuals[0], abs=1e-12), goal
+    with pytest.raises(sinew.GoalError, match="finite and nonzero"):
+        sinew.Goal(0, (0, 0, 0), kind="plane", normal=(0, 0, 0)).errors((0, 0, 0), (1, 0, 0, 0), (0, 1, 0))

@@ -3,7 +3,7 @@
 use glam::{DQuat, DVec3};
 use pyo3::prelude::*;
 
-use crate::convert::{BoneSpec, read_i64, read_opt_quat, read_opt_vec3, read_vec3};
+use crate::convert::{BoneSpec, read_i64, read_opt_quat, read_opt_vec3, read_quat, read_vec3};
 use crate::errors::GoalError;
 
 /// One IK goal. Targets, orientations and poles are rig (armature) space; quaternions `(w, x, y, z)`.
@@ -228,6 +228,30 @@ impl PyGoal {
     #[setter]
     fn set_use_tail(&mut self, use_tail: bool) {
         self.use_tail = use_tail;
+    }
+
+    /// How far this goal is from met, ``(distance, angle)``, when its bone's frame is
+    /// ``rotation`` (w, x, y, z) at ``head`` with its effector point at ``effector`` (rig space):
+    /// the engine's own measure of a solution's residuals, for a pose the caller has (Blender's
+    /// evaluated pose, say).
+    fn errors(&self, head: &Bound<'_, PyAny>, rotation: &Bound<'_, PyAny>, effector: &Bound<'_, PyAny>) -> PyResult<(f64, f64)> {
+        let (head, rotation, effector) = (read_vec3(head, "head")?, read_quat(rotation, "rotation")?, read_vec3(effector, "effector")?);
+        if let Some(v) = self.kind.vector()
+            && !(v.is_finite() && v.normalize_or_zero() != DVec3::ZERO)
+        {
+            return Err(GoalError::new_err(format!("{} goal: its vector {v} must be finite and nonzero", self.kind.name())));
+        }
+        let goal = sinew::Goal {
+            bone: 0,
+            target: self.target,
+            orientation: self.orientation.map(|q| q.normalize()),
+            weight: self.weight,
+            chain_length: self.chain_length,
+            pole: None,
+            use_tail: self.use_tail,
+            kind: self.kind.normalized(),
+        };
+        Ok(goal.errors(rotation.normalize(), head, effector))
     }
 
     /// The goal's kind: "position", "orientation", "aim", "line", "plane" or "half_space".

@@ -9,7 +9,7 @@
 
 use glam::{DQuat, DVec3};
 
-use crate::geometry::shortest_arc;
+use crate::geometry::{angle_between, shortest_arc};
 
 /// What a goal asks of its effector (Jack §5). The kinds with a point (`Position`, `Line`,
 /// `Plane`, `HalfSpace`) measure the effector point (the bone's tail, or head with
@@ -107,6 +107,19 @@ impl GoalKind {
         match (wanted, value) {
             (Some(field), None) => Err(format!("a {name} goal needs a {field}")),
             _ => Ok(kind),
+        }
+    }
+
+    /// This kind with its axis, direction or normal at unit length (as [`crate::Problem`] keeps
+    /// it; a zero vector gives NaN: validate first).
+    #[must_use]
+    pub fn normalized(self) -> Self {
+        match self {
+            Self::Aim { axis } => Self::Aim { axis: axis.normalize() },
+            Self::Line { direction } => Self::Line { direction: direction.normalize() },
+            Self::Plane { normal } => Self::Plane { normal: normal.normalize() },
+            Self::HalfSpace { normal } => Self::HalfSpace { normal: normal.normalize() },
+            k => k,
         }
     }
 
@@ -208,6 +221,21 @@ impl Goal {
     pub fn with_kind(mut self, kind: GoalKind) -> Self {
         self.kind = kind;
         self
+    }
+
+    /// How far this goal is from met when the effector bone's frame is `rotation` at `head` and
+    /// the effector point is at `effector` (rig space): the distance from the effector to the
+    /// point [`Goal::demand`] gives (0 for orientation and aim goals, whose point only follows
+    /// from their rotation) and the angle (radians) from `rotation` to the demanded rotation (0
+    /// without one). The one measure of a goal's error ([`crate::Problem::goal_errors`]).
+    ///
+    /// Directions and normals are used as unit vectors ([`crate::Problem`] keeps them unit).
+    #[must_use]
+    pub fn errors(&self, rotation: DQuat, head: DVec3, effector: DVec3) -> (f64, f64) {
+        let demand = self.demand(rotation, head, effector);
+        let distance = if demand.point_counts { (effector - demand.point).length() } else { 0.0 };
+        let angle = demand.orientation.map_or(0.0, |q| angle_between(q, rotation));
+        (distance, angle)
     }
 
     /// What this goal asks of its effector when the effector bone's frame is `rotation` at

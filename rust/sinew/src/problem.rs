@@ -320,7 +320,7 @@ impl Problem {
             .into_iter()
             .map(|mut g| {
                 g.orientation = g.orientation.map(unit_quat);
-                g.kind = unit_kind(g.kind);
+                g.kind = g.kind.normalized();
                 g
             })
             .collect();
@@ -411,11 +411,7 @@ impl Problem {
     #[must_use]
     pub fn goal_errors(&self, gi: usize, frames: &Frames) -> (f64, f64) {
         let g = &self.goals[gi];
-        let rotation = frames.rotations[g.bone];
-        let demand = g.demand(rotation, frames.heads[g.bone], frames.effector(g.bone, g.use_tail));
-        let distance = if demand.point_counts { (frames.effector(g.bone, g.use_tail) - demand.point).length() } else { 0.0 };
-        let angle = demand.orientation.map_or(0.0, |q| crate::geometry::angle_between(q, rotation));
-        (distance, angle)
+        g.errors(frames.rotations[g.bone], frames.heads[g.bone], frames.effector(g.bone, g.use_tail))
     }
 
     /// Whether every goal is a position goal ([`GoalKind::Position`]), as every method's own
@@ -541,7 +537,7 @@ impl Problem {
     pub fn set_kind(&mut self, i: usize, kind: GoalKind) -> Result<()> {
         let changed = Goal { kind, ..*self.goal_mut(i)? };
         validate_goal(&self.rig, i, &changed)?;
-        self.goal_mut(i)?.kind = unit_kind(kind);
+        self.goal_mut(i)?.kind = kind.normalized();
         Ok(())
     }
 
@@ -667,17 +663,6 @@ fn check_quat(q: DQuat) -> Result<(), String> {
         return Err("quaternion has zero length".into());
     }
     Ok(())
-}
-
-/// `kind` with its axis, direction or normal of unit length (validated as nonzero).
-fn unit_kind(kind: GoalKind) -> GoalKind {
-    match kind {
-        GoalKind::Aim { axis } => GoalKind::Aim { axis: axis.normalize() },
-        GoalKind::Line { direction } => GoalKind::Line { direction: direction.normalize() },
-        GoalKind::Plane { normal } => GoalKind::Plane { normal: normal.normalize() },
-        GoalKind::HalfSpace { normal } => GoalKind::HalfSpace { normal: normal.normalize() },
-        k => k,
-    }
 }
 
 fn validate_goal(rig: &Rig, i: usize, g: &Goal) -> Result<()> {

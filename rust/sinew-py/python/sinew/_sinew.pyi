@@ -340,6 +340,17 @@ class Goal:
     def use_tail(self) -> bool: ...
     @use_tail.setter
     def use_tail(self, value: bool) -> None: ...
+    def errors(
+        self,
+        head: Sequence[float] | _ArrayLike,
+        rotation: Sequence[float] | _ArrayLike,
+        effector: Sequence[float] | _ArrayLike,
+    ) -> tuple[float, float]:
+        """How far this goal is from met, ``(distance, angle)``, when its bone's frame is
+        ``rotation`` (w, x, y, z) at ``head`` with its effector point at ``effector`` (rig space):
+        the engine's own measure of a solution's residuals, for a pose the caller has (Blender's
+        evaluated pose, say). Raises ShapeError, or GoalError for a zero or non-finite kind
+        vector."""
     @property
     def kind(self) -> str:
         """The goal's kind: "position", "orientation", "aim", "line", "plane" or "half_space"."""
