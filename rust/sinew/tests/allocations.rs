@@ -2,7 +2,7 @@
 //! has sized its scratch space (each path the first time it runs), a solve allocates the returned
 //! `Solution`'s two vectors (rotations and residuals) and nothing else, whichever path it takes
 //! (FABRIK, the serial chain with limits that do not bind, the damped-least-squares tracking
-//! step, the finish).
+//! step, the finish, the transpose's steps, `nlp`'s quasi-Newton memory once it has filled).
 
 mod common;
 
@@ -47,6 +47,8 @@ fn warm_started_tracking_allocates_only_the_solution() {
         ("paper_humanoid13_constrained.json", Method::FabrikClassic),
         ("paper_humanoid13_constrained.json", Method::Ccd),
         ("paper_chain10_constrained.json", Method::Triangulation),
+        ("paper_humanoid13_constrained.json", Method::JacobianTranspose),
+        ("paper_humanoid13_constrained.json", Method::Nlp),
     ] {
         let lp = load(file);
         let tracks = common::humanoid_tracks(120, 60.0, 7);

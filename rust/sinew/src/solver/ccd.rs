@@ -3,7 +3,7 @@
 use glam::{DQuat, DVec3};
 
 use super::prepare::{IterationStart, refuse_stretch, refuse_tree_poles};
-use super::{Solution, SolveSettings, Solver, StopReason, begin_solve, settle};
+use super::{PositionSolver, Solution, SolveSettings, StopReason, begin_solve, settle};
 use crate::error::Result;
 use crate::geometry::{EPS_LEN, angle_between, fit_rotation, shortest_arc, twist_angle};
 use crate::limits::Freedom;
@@ -80,7 +80,7 @@ impl Ccd {
     }
 }
 
-impl Solver for Ccd {
+impl PositionSolver for Ccd {
     fn name(&self) -> &'static str {
         "ccd"
     }
@@ -246,6 +246,7 @@ impl Ccd {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Solver;
     use crate::goal::Goal;
     use crate::rig::tests::chain;
 

@@ -15,7 +15,7 @@ use glam::DQuat;
 use super::jacobian::DlsSteps;
 use super::prepare::IterationStart;
 use super::reference::{effective_reference, starts_near};
-use super::{Solution, SolveSettings, Solver, StopReason, begin_solve, settle};
+use super::{PositionSolver, Solution, SolveSettings, StopReason, begin_solve, settle};
 use crate::error::Result;
 use crate::pose::{Frames, Pose};
 use crate::problem::Problem;
@@ -40,7 +40,7 @@ impl Dls {
     }
 }
 
-impl Solver for Dls {
+impl PositionSolver for Dls {
     fn name(&self) -> &'static str {
         "dls"
     }

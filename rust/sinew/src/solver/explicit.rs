@@ -236,7 +236,7 @@ macro_rules! explicit_solver {
             }
         }
 
-        impl super::Solver for $name {
+        impl super::PositionSolver for $name {
             fn name(&self) -> &'static str {
                 $method
             }

@@ -186,6 +186,9 @@ pub(crate) fn settle(problem: &Problem, start: &[DQuat], rotations: &mut [DQuat]
 ///
 /// A solver owns scratch space sized for the last problem it saw, so solving again (the tracking
 /// case, warm-started from the previous pose) allocates nothing but the returned pose.
+///
+/// Every method of [`Method`] implements it through the crate's seam for methods (a method's own
+/// iterations take position goals; `solve` meets every other kind of goal in rounds of them).
 pub trait Solver: std::fmt::Debug + Send {
     /// The method's name, e.g. `"fabrik"`.
     fn name(&self) -> &'static str;
@@ -202,24 +205,45 @@ pub trait Solver: std::fmt::Debug + Send {
     /// other bone.
     ///
     /// Every kind of goal is met ([`crate::GoalKind`]); the residuals and `reached` are those of
-    /// [`Problem::goal_errors`]. A method's own iterations take position goals
-    /// ([`Solver::solve_positions`]); goals of other kinds are met in rounds
-    /// ([`solve_goal_kinds`]).
+    /// [`Problem::goal_errors`].
     ///
     /// # Errors
     /// [`Error::ShapeMismatch`] or [`Error::NonFinite`] for a start pose that does not fit the rig;
     /// [`Error::Unsupported`] for a problem the method cannot solve.
-    fn solve(&mut self, problem: &Problem, start: &Pose) -> Result<Solution> {
-        solve_goal_kinds(self, problem, start)
-    }
+    fn solve(&mut self, problem: &Problem, start: &Pose) -> Result<Solution>;
+}
 
-    /// The method itself: [`Solver::solve`] for a problem whose goals are all position goals
-    /// (each with an optional orientation; [`Problem::has_only_position_goals`]). Given goals of
-    /// other kinds it reads each one's `target` as a point.
+/// The seam a method implements (one per file): its own iterations, on position goals. Every
+/// such method is a [`Solver`], whose `solve` meets goals of the other kinds through it
+/// ([`solve_goal_kinds`]). Crate-private, so that no caller hands a method a line, plane or
+/// half-space goal directly (it would read the goal's `target` as a point).
+pub(crate) trait PositionSolver: std::fmt::Debug + Send {
+    /// [`Solver::name`].
+    fn name(&self) -> &'static str;
+
+    /// [`Solver::settings`].
+    fn settings(&self) -> &SolveSettings;
+
+    /// [`Solver::solve`] for a problem whose goals are all position goals (each with an optional
+    /// orientation; [`Problem::has_only_position_goals`]).
     ///
     /// # Errors
     /// As [`Solver::solve`].
     fn solve_positions(&mut self, problem: &Problem, start: &Pose) -> Result<Solution>;
+}
+
+impl<T: PositionSolver> Solver for T {
+    fn name(&self) -> &'static str {
+        PositionSolver::name(self)
+    }
+
+    fn settings(&self) -> &SolveSettings {
+        PositionSolver::settings(self)
+    }
+
+    fn solve(&mut self, problem: &Problem, start: &Pose) -> Result<Solution> {
+        solve_goal_kinds(self, problem, start)
+    }
 }
 
 /// At most this many rounds of [`solve_goal_kinds`].
@@ -239,15 +263,15 @@ const KIND_ROUNDS: usize = 16;
 /// plane or half-space is no further than any other point of it, and an aim's shortest arc is
 /// the smallest turn that aims, a round that meets its position goals better also meets the
 /// goals better: the error never rises from round to round. A problem of position goals is
-/// solved in one call, as [`Solver::solve_positions`].
+/// solved in one call, as [`PositionSolver::solve_positions`].
 ///
 /// # Errors
-/// The errors of the method's [`Solver::solve_positions`].
-pub fn solve_goal_kinds<S: Solver + ?Sized>(solver: &mut S, problem: &Problem, start: &Pose) -> Result<Solution> {
+/// The errors of the method's [`PositionSolver::solve_positions`].
+pub(crate) fn solve_goal_kinds<S: PositionSolver + ?Sized>(solver: &mut S, problem: &Problem, start: &Pose) -> Result<Solution> {
     if problem.has_only_position_goals() {
         return solver.solve_positions(problem, start);
     }
-    let settings = solver.settings().validated()?;
+    let settings = PositionSolver::settings(solver).validated()?;
     problem.check_pose(start)?;
     let error = |frames: &Frames| -> f64 {
         (0..problem.goals().len())

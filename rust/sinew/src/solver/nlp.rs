@@ -42,7 +42,7 @@ use glam::DQuat;
 use super::explicit::{Linearized, dot, next_jacobian};
 use super::jacobian::DlsSteps;
 use super::prepare::IterationStart;
-use super::{Solution, SolveSettings, Solver, StopReason, begin_solve, settle};
+use super::{PositionSolver, Solution, SolveSettings, StopReason, begin_solve, settle};
 use crate::error::Result;
 use crate::pose::{Frames, Pose};
 use crate::problem::Problem;
@@ -72,14 +72,30 @@ pub struct Nlp {
     gradient: Vec<f64>,
     /// The step tried.
     step: Vec<f64>,
+    /// The last accepted step and the gradient before it, to pair with the next gradient
+    /// (`pending` says whether they hold one).
+    pending_step: Vec<f64>,
+    pending_gradient: Vec<f64>,
+    pending: bool,
     inverse_hessian: InverseHessian,
+}
+
+/// A step `s`, the change of the gradient over it `y`, and `1 / (sᵀy)`.
+#[derive(Debug, Clone, Default)]
+struct Pair {
+    s: Vec<f64>,
+    y: Vec<f64>,
+    rho: f64,
 }
 
 /// The inverse-Hessian estimate `H` in limited memory, with scratch space.
 #[derive(Debug, Clone, Default)]
 struct InverseHessian {
-    /// The (step, gradient change) pairs, newest last, with `1 / (sᵀy)`.
-    memory: VecDeque<(Vec<f64>, Vec<f64>, f64)>,
+    /// The pairs, newest last.
+    memory: VecDeque<Pair>,
+    /// Pairs no longer in the memory, kept for their space (a solve allocates only while the
+    /// memory first fills).
+    spare: Vec<Pair>,
     /// The search direction `−H g`.
     direction: Vec<f64>,
     scratch: Vec<f64>,
@@ -95,6 +111,32 @@ impl Nlp {
 }
 
 impl InverseHessian {
+    /// Empties the memory (`H` starts again as the Cauchy step).
+    fn forget(&mut self) {
+        self.spare.extend(self.memory.drain(..));
+    }
+
+    /// Remembers the step `s` with the gradient change `g_new − g_old` over it, if its curvature
+    /// `sᵀy` is positive (else `H` would not stay positive definite), dropping the oldest pair
+    /// beyond [`MEMORY`].
+    fn remember(&mut self, s: &[f64], g_old: &[f64], g_new: &[f64]) {
+        let mut pair = self.spare.pop().unwrap_or_default();
+        pair.s.clear();
+        pair.s.extend_from_slice(s);
+        pair.y.clear();
+        pair.y.extend(g_new.iter().zip(g_old).map(|(a, b)| a - b));
+        let sy = dot(&pair.s, &pair.y);
+        if sy > 1e-12 * dot(&pair.s, &pair.s).sqrt() * dot(&pair.y, &pair.y).sqrt() {
+            if self.memory.len() == MEMORY {
+                self.spare.extend(self.memory.pop_front());
+            }
+            pair.rho = 1.0 / sy;
+            self.memory.push_back(pair);
+        } else {
+            self.spare.push(pair);
+        }
+    }
+
     /// `self.direction = −H g` by the two-loop recursion over the memory, or the Cauchy step
     /// along `−g` with an empty memory.
     fn search_direction(&mut self, g: &[f64], lin: &Linearized<'_>) {
@@ -112,22 +154,22 @@ impl InverseHessian {
         // gives −H g.
         let q = &mut self.direction;
         self.alphas.clear();
-        for (s, y, rho) in self.memory.iter().rev() {
+        for Pair { s, y, rho } in self.memory.iter().rev() {
             let a = rho * dot(s, q);
             q.iter_mut().zip(y).for_each(|(qi, yi)| *qi -= a * yi);
             self.alphas.push(a);
         }
-        let (s, y, _) = self.memory.back().expect("not empty");
+        let Pair { s, y, .. } = self.memory.back().expect("not empty");
         let gamma = dot(s, y) / dot(y, y);
         q.iter_mut().for_each(|qi| *qi *= gamma);
-        for ((s, y, rho), a) in self.memory.iter().zip(self.alphas.iter().rev()) {
+        for (Pair { s, y, rho }, a) in self.memory.iter().zip(self.alphas.iter().rev()) {
             let b = rho * dot(y, q);
             q.iter_mut().zip(s).for_each(|(qi, si)| *qi += si * (a - b));
         }
     }
 }
 
-impl Solver for Nlp {
+impl PositionSolver for Nlp {
     fn name(&self) -> &'static str {
         "nlp"
     }
@@ -143,9 +185,8 @@ impl Solver for Nlp {
         let m = self.steps.start_explicit(problem, &mut pose);
         let reach = problem.topology().chain_reach.iter().copied().fold(0.0, f64::max);
         let h = &mut self.inverse_hessian;
-        h.memory.clear();
-        // The last accepted step and the gradient before it, to pair with the next gradient.
-        let mut pending: Option<(Vec<f64>, Vec<f64>)> = None;
+        h.forget();
+        self.pending = false;
         let mut objective: f64 = self.steps.residual_rows().iter().map(|x| x * x).sum();
         let mut iterations = 0;
         let stop = loop {
@@ -157,25 +198,18 @@ impl Solver for Nlp {
             let lin = Linearized { m, n, jac: &self.jac, e: self.steps.residual_rows(), reach, translates_root: self.steps.translates_root(), problem };
             lin.transpose_times(lin.e, &mut self.gradient);
             self.gradient.iter_mut().for_each(|g| *g *= -2.0);
-            if let Some((s, old)) = pending.take() {
-                let y: Vec<f64> = self.gradient.iter().zip(&old).map(|(a, b)| a - b).collect();
-                let sy = dot(&s, &y);
-                if s.len() == n && sy > 1e-12 * dot(&s, &s).sqrt() * dot(&y, &y).sqrt() {
-                    if h.memory.len() == MEMORY {
-                        h.memory.pop_front();
-                    }
-                    h.memory.push_back((s, y, 1.0 / sy));
-                }
+            if std::mem::take(&mut self.pending) && self.pending_step.len() == n {
+                h.remember(&self.pending_step, &self.pending_gradient, &self.gradient);
             }
-            if h.memory.front().is_some_and(|(s, _, _)| s.len() != n) {
-                h.memory.clear();
+            if h.memory.front().is_some_and(|p| p.s.len() != n) {
+                h.forget();
             }
             h.search_direction(&self.gradient, &lin);
             let mut slope = dot(&self.gradient, &h.direction);
             // (`slope` may be NaN: a NaN slope is no descent either.)
             if slope.partial_cmp(&0.0) != Some(std::cmp::Ordering::Less) && !h.memory.is_empty() {
                 // Not a descent direction (the model went stale): start H again.
-                h.memory.clear();
+                h.forget();
                 h.search_direction(&self.gradient, &lin);
                 slope = dot(&self.gradient, &h.direction);
             }
@@ -202,9 +236,11 @@ impl Solver for Nlp {
             objective = trial;
             if clamped {
                 // The limits' active set changed: H starts again (see the module docs).
-                h.memory.clear();
+                h.forget();
             } else {
-                pending = Some((self.step.clone(), self.gradient.clone()));
+                self.pending_step.clone_from(&self.step);
+                self.pending_gradient.clone_from(&self.gradient);
+                self.pending = true;
             }
             if moved <= settings.stall_tolerance {
                 break StopReason::Stalled;

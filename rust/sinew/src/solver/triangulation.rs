@@ -4,7 +4,7 @@
 use glam::{DQuat, DVec2, DVec3};
 
 use super::prepare::IterationStart;
-use super::{Solution, SolveSettings, Solver, StopReason, begin_solve, settle};
+use super::{PositionSolver, Solution, SolveSettings, StopReason, begin_solve, settle};
 use crate::error::{Error, Result};
 use crate::geometry::{EPS_LEN, angle_between, shortest_arc};
 use crate::limits::Freedom;
@@ -83,7 +83,7 @@ impl Triangulation {
     }
 }
 
-impl Solver for Triangulation {
+impl PositionSolver for Triangulation {
     fn name(&self) -> &'static str {
         "triangulation"
     }
@@ -293,6 +293,7 @@ impl Triangulation {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Solver;
     use crate::goal::Goal;
     use crate::problem::RootMode;
     use crate::rig::tests::chain;

@@ -15,7 +15,7 @@ use crate::pose::{Frames, Pose};
 use crate::problem::{Problem, RootMode};
 use crate::rig::Rig;
 use crate::solver::prepare::{IterationStart, refuse_stretch, refuse_tree_poles};
-use crate::solver::{Solution, SolveSettings, Solver, StopReason, begin_solve, settle};
+use crate::solver::{PositionSolver, Solution, SolveSettings, StopReason, begin_solve, settle};
 
 /// Textbook FABRIK (Aristidou & Lasenby, Cambridge TR-632, 2009), `"fabrik_classic"`: the
 /// report's algorithm and nothing else, for comparison with the hybrid [`super::Fabrik`].
@@ -98,7 +98,7 @@ impl FabrikClassic {
     }
 }
 
-impl Solver for FabrikClassic {
+impl PositionSolver for FabrikClassic {
     fn name(&self) -> &'static str {
         "fabrik_classic"
     }
@@ -108,7 +108,7 @@ impl Solver for FabrikClassic {
     }
 
     /// # Errors
-    /// As [`Solver::solve`], and [`crate::Error::Unsupported`] for a pole on a chain another goal
+    /// As [`crate::Solver::solve`], and [`crate::Error::Unsupported`] for a pole on a chain another goal
     /// also moves, or a bone that may stretch carrying a goal (`solver/prepare.rs`).
     fn solve_positions(&mut self, problem: &Problem, start: &Pose) -> Result<Solution> {
         Plan::refresh(&mut self.plan, problem);
@@ -314,6 +314,7 @@ impl FabrikClassic {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Solver;
     use crate::goal::Goal;
     use crate::rig::tests::chain;
 

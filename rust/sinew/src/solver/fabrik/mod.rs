@@ -78,7 +78,7 @@ use glam::{DQuat, DVec3};
 use plan::Plan;
 use super::jacobian::{DlsSteps, goal_error};
 use super::reference::{effective_reference, starts_near};
-use super::{Solution, SolveSettings, Solver, StopReason, begin_solve, settle};
+use super::{PositionSolver, Solution, SolveSettings, StopReason, begin_solve, settle};
 use crate::error::Result;
 use crate::geometry::Pull;
 use crate::pose::{Frames, Pose};
@@ -127,7 +127,7 @@ impl Fabrik {
     }
 }
 
-impl Solver for Fabrik {
+impl PositionSolver for Fabrik {
     fn name(&self) -> &'static str {
         "fabrik"
     }
@@ -424,6 +424,7 @@ impl Fabrik {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Solver;
     use crate::goal::Goal;
     use crate::problem::RootMode;
     use crate::rig::tests::chain;
