@@ -472,6 +472,36 @@ fn benches(c: &mut Criterion) {
         .unwrap();
     }
     writeln!(stats, "  mean: dls constrained {:.2} mm", mean(&ed)).unwrap();
+    // The report's marker set (TR-632 §4.3.1: "selected internal joints artificially deleted"):
+    // the trunk measured too, a goal at the chest's tail (its point, then its rotation as well),
+    // the limbs' inner joints solved; constrained and not, both methods.
+    for orientation in [false, true] {
+        let marked = common::with_trunk_marker(&constrained, orientation);
+        let marked_free = Problem::new(without_limits(marked.rig()), marked.goals().to_vec(), marked.root()).unwrap();
+        let what = if orientation { "chest point and rotation" } else { "chest point" };
+        for method in [Method::Fabrik, Method::Dls] {
+            for (limits, p) in [("constrained", &marked), ("unconstrained", &marked_free)] {
+                let mut e = Vec::new();
+                let mut line = String::new();
+                for seed in 1..=3 {
+                    let truth = synth_motion(constrained.rig(), seed, FRAMES, 30.0);
+                    let t0 = Instant::now();
+                    let r = common::reconstruct_with(method, p, &truth, lp.settings);
+                    let t = t0.elapsed();
+                    e.push(r.mean_joint_error);
+                    line += &format!(
+                        " | seed {seed}: {:.2} mm, {}/{} reached, {:.1} it, {:.1} µs/frame",
+                        r.mean_joint_error,
+                        r.frames_reached,
+                        r.frames,
+                        r.mean_iterations,
+                        t.as_secs_f64() * 1e6 / FRAMES as f64
+                    );
+                }
+                writeln!(stats, "  trunk marked ({what}), {} {limits}: mean {:.2} mm{line}", method.name(), mean(&e)).unwrap();
+            }
+        }
+    }
 
     eprintln!("\n{stats}");
     let target_dir = std::env::var_os("CARGO_TARGET_DIR").map_or_else(

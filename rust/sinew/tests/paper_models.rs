@@ -15,7 +15,7 @@ use common::{
     Rng, check_fixed_point, check_solution, fk, load, mean, median, reconstruct, synth_motion, without_limits,
 };
 use glam::DVec3;
-use sinew::{Fabrik, Goal, LoadedProblem, Pose, Problem, Solution, SolveSettings, Solver, StopReason};
+use sinew::{Fabrik, Goal, LoadedProblem, Method, Pose, Problem, Solution, SolveSettings, Solver, StopReason};
 
 #[allow(dead_code)]
 const MODELS: [&str; 6] = [
@@ -469,6 +469,36 @@ fn constrained_reconstruction_beats_unconstrained() {
     // unconstrained 119.6 / 98.0 / 85.4 mm (all reached).
     let (c, u) = (mean(&errors.0), mean(&errors.1));
     assert!(c < u, "constrained {c:.1} mm should beat unconstrained {u:.1} mm");
+}
+
+/// §4.3.2 with the report's marker set: the trunk measured (a goal at the chest's tail, the
+/// neck's base) besides the wrists and ankles, the limbs' inner joints deleted and solved (TR-632
+/// §4.3.1: "selected internal joints have been artificially deleted"). The report's figures: just
+/// over 30 mm constrained, "almost half" the unconstrained error. From the four effectors alone
+/// (the test above) the trunk's nine degrees of freedom are unobserved and the error is about
+/// 70 mm. Here the constrained error is at most 45 mm (issue #13's target) and below the
+/// unconstrained one, with the chest's point alone and with its rotation too, for `fabrik` and
+/// `dls`; for `fabrik`, the report's method, under 0.6 of it (`dls` unconstrained lands nearer the
+/// truth than `fabrik` unconstrained: its steps turn the bones least).
+#[test]
+fn reconstruction_with_the_trunk_marked_is_within_45_mm() {
+    let lp = load("paper_humanoid13_constrained.json");
+    for orientation in [false, true] {
+        let constrained = common::with_trunk_marker(&lp.problem, orientation);
+        let free = Problem::new(without_limits(constrained.rig()), constrained.goals().to_vec(), constrained.root()).unwrap();
+        for method in [Method::Fabrik, Method::Dls] {
+            let (mut c, mut u) = (Vec::new(), Vec::new());
+            for seed in 1..=3 {
+                let truth = synth_motion(constrained.rig(), seed, 240, 30.0);
+                c.push(common::reconstruct_with(method, &constrained, &truth, lp.settings).mean_joint_error);
+                u.push(common::reconstruct_with(method, &free, &truth, lp.settings).mean_joint_error);
+            }
+            let (c, u) = (mean(&c), mean(&u));
+            eprintln!("{} with the chest's point{}: constrained {c:.1} mm, unconstrained {u:.1} mm", method.name(), if orientation { " and rotation" } else { "" });
+            let ratio = if method == Method::Fabrik { 0.6 } else { 1.0 };
+            assert!(c <= 45.0 && c < ratio * u, "{}: constrained {c:.1} mm, unconstrained {u:.1} mm", method.name());
+        }
+    }
 }
 
 /// Goals of the same models can be moved and re-solved: moving every target by 3.7 mm converges

@@ -373,10 +373,30 @@ pub struct Reconstruction {
     pub frames: usize,
 }
 
-/// Tracks the effectors of `truth` (the problem's goals' bones) frame by frame, warm-started, and
-/// compares every joint position with the ground truth.
+/// Tracks the effectors of `truth` (the problem's goals' bones, and their rotations for goals
+/// with an orientation) frame by frame, warm-started, and compares every joint position with the
+/// ground truth.
 pub fn reconstruct(problem: &Problem, truth: &[Pose], settings: SolveSettings) -> Reconstruction {
     reconstruct_with(Method::Fabrik, problem, truth, settings)
+}
+
+/// The paper humanoid's problem with the trunk marked as well as the wrists and ankles: a goal at
+/// the chest's tail (the neck's base), with the chest's rotation too if `orientation` (what a
+/// cluster of torso markers gives). The report's §4.3.2 reconstructs optical motion capture with
+/// "selected internal joints artificially deleted" (TR-632 §4.3.1): the limbs' inner joints
+/// (shoulders, elbows, hips, knees) are solved, the trunk is measured.
+pub fn with_trunk_marker(problem: &Problem, orientation: bool) -> Problem {
+    let rig = problem.rig();
+    let chest = rig.bones().iter().position(|b| b.name == "chest").expect("the paper humanoid has a chest");
+    let mut goal = Goal::new(chest, rig.forward(&Pose::rest(rig.len())).tails[chest]).with_chain_length(0);
+    if orientation {
+        goal = goal.with_orientation(DQuat::IDENTITY);
+    }
+    let mut goals = problem.goals().to_vec();
+    goals.push(goal);
+    let mut p = Problem::new(rig.clone(), goals, problem.root()).unwrap();
+    p.set_reference(problem.reference()).unwrap();
+    p
 }
 
 /// [`reconstruct`] with the solver of `method`.
@@ -393,6 +413,9 @@ pub fn reconstruct_with(method: Method, problem: &Problem, truth: &[Pose], setti
         let f = rig.forward(gt);
         for (gi, g) in problem.goals().iter().enumerate() {
             p.set_target(gi, f.effector(g.bone, g.use_tail)).unwrap();
+            if g.orientation.is_some() {
+                p.set_orientation(gi, Some(f.rotations[g.bone])).unwrap();
+            }
         }
         let sol = solver.solve(&p, &pose).unwrap();
         iters += u64::from(sol.iterations);
