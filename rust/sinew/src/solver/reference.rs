@@ -1,14 +1,14 @@
-//! The reference pose every solve falls back to, and the pole pre-pass every method runs on it.
+//! The reference pose a solve falls back to, and the pole pre-pass every method runs on it.
 //!
 //! Where the goals leave freedom (how a spine shares its bend, where a knee points without a
-//! pole, how much a bone twists), a solver returns the pose nearest the *reference*
-//! ([`crate::Problem::reference`]; the rest pose by default, the keyed pose before IK in a DCC),
-//! as Blender's IK does by starting every evaluation from the pose before IK. This module builds
-//! the reference a solve actually uses ([`effective_reference`]): the problem's reference clamped
-//! into every limit, then each lone chain's pole applied to it exactly as Blender's
-//! `IK_QJacobianSolver::ConstrainPoleVector` does before its iterations ([`crate::Pole`]). The
-//! least-squares steps then pull toward it ([`super::jacobian::DlsSteps::refine_toward`]).
-
+//! pole, how much a bone twists), a solver of a problem with a reference
+//! ([`crate::Problem::reference`]: none unless set; in a DCC the keyed pose before IK, else the
+//! rest pose given explicitly) returns the pose nearest it, as Blender's IK does by starting
+//! every evaluation from the pose before IK. This module builds the reference a solve actually
+//! uses ([`effective_reference`]): the problem's reference clamped into every limit, then each
+//! lone chain's pole applied to it exactly as Blender's `IK_QJacobianSolver::ConstrainPoleVector`
+//! does before its iterations ([`crate::Pole`]). The least-squares steps then pull toward it
+//! ([`super::jacobian::DlsSteps::refine_toward`]).
 use glam::{DMat3, DQuat, DVec3};
 
 use crate::pose::{Frames, Pose};
