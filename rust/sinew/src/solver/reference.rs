@@ -9,6 +9,7 @@
 //! lone chain's pole applied to it exactly as Blender's `IK_QJacobianSolver::ConstrainPoleVector`
 //! does before its iterations ([`crate::Pole`]). The least-squares steps then pull toward it
 //! ([`super::jacobian::DlsSteps::refine_toward`]).
+
 use glam::{DMat3, DQuat, DVec3};
 
 use crate::pose::{Frames, Pose};
