@@ -347,17 +347,134 @@ pub enum Swing {
     Hinge(HingeLimit),
 }
 
-/// A joint's rotational degrees of freedom: what a solver step may turn the bone about (as
-/// Blender's `IK_QSegment` kinds). A lock is apart from them ([`JointLimit::locked`] holds the
-/// rotation whatever they are).
+/// A joint's rotational degrees of freedom: what a solver step may turn the bone about. Each
+/// kind gives its own axes to the solvers (`Freedom::step_axes`), as Blender's `IK_QSegment`
+/// subclasses do (`IK_QNullSegment`, `IK_QSphericalSegment`, `IK_QSwingSegment`,
+/// `IK_QRevoluteSegment`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Freedom {
+    /// None: the bone is locked and keeps the rotation it starts the solve with
+    /// ([`JointLimit::constrain`]).
+    Fixed,
     /// Three: swing and twist (each perhaps bounded).
     Ball,
     /// Two: swing only, the twist held (a twist range of one value, as Blender's `lock_ik_y`).
     Swing,
     /// One: the angle about the hinge's axis (in the bone's rest frame), within its range.
     Hinge(HingeLimit),
+}
+
+/// The axes a solver step turns one bone about ([`Freedom::step_axes`]): the first `count` of
+/// `axes` (world), each already multiplied by its weight `scales[c]`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct StepAxes {
+    pub(crate) axes: [DVec3; 3],
+    pub(crate) count: usize,
+    /// Per axis, the weight it carries (1 without per-axis stiffness).
+    pub(crate) scales: [f64; 3],
+    /// `axes` are exactly the world axes, unweighted (so closed forms in them apply).
+    pub(crate) world: bool,
+}
+
+impl Freedom {
+    /// How many rotational unknowns the joint has: 0, 3, 2 or 1.
+    #[must_use]
+    pub const fn count(self) -> usize {
+        match self {
+            Self::Fixed => 0,
+            Self::Ball => 3,
+            Self::Swing => 2,
+            Self::Hinge(_) => 1,
+        }
+    }
+
+    /// True when a step keeps the bone's twist (about its own +Y) as it was: [`Freedom::Swing`].
+    #[inline]
+    #[must_use]
+    pub const fn holds_twist(self) -> bool {
+        matches!(self, Self::Swing)
+    }
+
+    /// The world axes a solver step turns the bone about, at world rotation `world` (its own +Y
+    /// its direction; `rest_y` gives the direction the bone has at rest under its parent's
+    /// current frame), with `blocked` (a world turn a limit holds the bone against) taken out
+    /// and each axis weighted by `weights` (per-axis stiffness: each local axis's `1 − stiffness`
+    /// relative to the largest, as Blender's `IK_QSegment::SetWeight`). As `IK_QSegment`'s kinds:
+    /// - [`Freedom::Hinge`]: its axis, turned into the world.
+    /// - [`Freedom::Swing`]: per direction `e` across the bone `d` (its own X and Z, or the one a
+    ///   blocked turn leaves), the turn that moves `d` by `e` along the minimal arc from the rest
+    ///   direction `y`, `d × e + ((d × y)·e / (1 + y·d)) d` (the swing's angular velocity, which
+    ///   keeps the twist of the local rotation's swing–twist split about +Y, as twist limits
+    ///   measure it: the second term is the twist a plain turn across the bone would add at
+    ///   first order once it is swung). Near a half-turn swing (`d ≈ −y`), where twist is
+    ///   undefined, the three axes of a ball.
+    /// - [`Freedom::Ball`]: the three world axes, or with per-axis weights the bone's own; less
+    ///   the blocked direction (projected out).
+    /// - [`Freedom::Fixed`] has none.
+    #[must_use]
+    pub(crate) fn step_axes(self, world: DQuat, rest_y: impl FnOnce() -> DVec3, blocked: Option<DVec3>, weights: Option<[f64; 3]>) -> StepAxes {
+        let mut scales = [1.0; 3];
+        match self {
+            Self::Fixed => return StepAxes { axes: [DVec3::ZERO; 3], count: 0, scales, world: false },
+            Self::Hinge(h) => {
+                let mut axes = [world * h.axis, DVec3::ZERO, DVec3::ZERO];
+                if let Some(r) = weights {
+                    scales[0] = axis_scale(h.axis, r);
+                    axes[0] *= scales[0];
+                }
+                return StepAxes { axes, count: 1, scales, world: false };
+            }
+            Self::Swing => {
+                if let Some((mut axes, count)) = swing_axes(world, rest_y(), blocked) {
+                    if let Some(r) = weights {
+                        for c in 0..count {
+                            scales[c] = axis_scale(world.conjugate() * axes[c], r);
+                            axes[c] *= scales[c];
+                        }
+                    }
+                    return StepAxes { axes, count, scales, world: false };
+                }
+            }
+            Self::Ball => {}
+        }
+        // Per-axis weights: the bone's own axes, each scaled by its weight.
+        let own = weights.map(|r| [world * (DVec3::X * r[0]), world * (DVec3::Y * r[1]), world * (DVec3::Z * r[2])]);
+        if let Some(v) = blocked {
+            let axes = own.unwrap_or(DVec3::AXES).map(|a| a - v * v.dot(a));
+            StepAxes { axes, count: 3, scales: weights.unwrap_or(scales), world: false }
+        } else if let (Some(own), Some(r)) = (own, weights) {
+            StepAxes { axes: own, count: 3, scales: r, world: false }
+        } else {
+            StepAxes { axes: DVec3::AXES, count: 3, scales, world: true }
+        }
+    }
+}
+
+/// [`Freedom::Swing`]'s axes (see [`Freedom::step_axes`]): its two, or the one `blocked` leaves;
+/// `None` near a half-turn swing.
+fn swing_axes(world: DQuat, y: DVec3, blocked: Option<DVec3>) -> Option<([DVec3; 3], usize)> {
+    let d = world * DVec3::Y;
+    let one_plus = 1.0 + y.dot(d);
+    if one_plus < 1e-6 {
+        return None;
+    }
+    let lean = d.cross(y) / one_plus;
+    let axis = |e: DVec3| d.cross(e) + d * lean.dot(e);
+    // A blocked turn `v` moves the bone's direction by `v × d`; the direction left is across both.
+    let blocked = blocked.and_then(|v| v.cross(d).try_normalize());
+    Some(match blocked {
+        Some(moved) => ([axis(d.cross(moved)), DVec3::ZERO, DVec3::ZERO], 1),
+        None => ([axis(world * DVec3::X), axis(world * DVec3::Z), DVec3::ZERO], 2),
+    })
+}
+
+/// The share of a per-axis gain that a turn about `local_axis` (in the bone's own frame, any
+/// length) gets, with `ratios` each local axis's gain over the largest: `1 / |(u_c / ratio_c)|`
+/// for the unit axis `u`, so the metric `Σ_c (θ u_c / ratio_c)²` of a turn `θ u` is `(θ / scale)²`.
+fn axis_scale(local_axis: DVec3, ratios: [f64; 3]) -> f64 {
+    let u = local_axis.normalize_or_zero();
+    let w = DVec3::new(u.x / ratios[0], u.y / ratios[1], u.z / ratios[2]).length();
+    if w > 0.0 { 1.0 / w } else { 1.0 }
 }
 
 /// A twist range at most this wide (radians) locks the twist: the bone swings only
@@ -376,7 +493,8 @@ pub struct JointLimit {
     /// The orientational (twist) bound; `None` means free twist. A hinge takes none (refused by
     /// [`JointLimit::validated`]).
     pub twist: Option<TwistLimit>,
-    /// A locked bone keeps the rotation it starts the solve with.
+    /// A locked bone keeps the rotation it starts the solve with ([`Freedom::Fixed`]; the rule
+    /// is [`JointLimit::constrain`]'s).
     pub locked: bool,
     /// Resistance to motion in [0, 1) about all three axes: 0 is free, near 1 barely moves. Each
     /// solver step moves the bone `1 - stiffness` of the way toward where it wants to go.
@@ -476,10 +594,12 @@ impl JointLimit {
         self.bounds_swing() || self.twist.is_some() || self.locked
     }
 
-    /// The joint's degrees of freedom (a lock aside): a hinge's one, a locked twist's two, or three.
+    /// The joint's degrees of freedom: none when locked, a hinge's one, a locked twist's two, or
+    /// three.
     #[must_use]
     pub fn freedom(&self) -> Freedom {
         match self.swing {
+            _ if self.locked => Freedom::Fixed,
             Swing::Hinge(h) => Freedom::Hinge(h),
             _ if self.twist.is_some_and(|t| t.max - t.min <= TWIST_LOCKED) => Freedom::Swing,
             _ => Freedom::Ball,
@@ -517,9 +637,28 @@ impl JointLimit {
         (k.length() + point.length() - best).max(0.0)
     }
 
+    /// The local rotation the joint takes when a solver asks for `q` in a solve that started it
+    /// at `start`: `start` when locked ([`Freedom::Fixed`]), else `q` clamped into the limit.
+    #[inline]
+    #[must_use]
+    pub fn constrain(&self, start: DQuat, q: DQuat) -> DQuat {
+        if self.locked { start } else { self.clamp(q) }
+    }
+
+    /// [`Self::constrain`] for a step from the rotation `current` (FABRIK's and CCD's own steps):
+    /// a stiff joint moves only `1 −` [`Self::max_stiffness`] of the way from `current` to the
+    /// clamped `q` (a slerp, clamped again: the slerp of two allowed rotations can leave a cone).
+    #[inline]
+    #[must_use]
+    pub(crate) fn constrain_step(&self, start: DQuat, current: DQuat, q: DQuat) -> DQuat {
+        let clamped = self.constrain(start, q);
+        let stiffness = self.max_stiffness();
+        if stiffness > 0.0 && !self.locked { self.clamp(current.slerp(clamped, 1.0 - stiffness)) } else { clamped }
+    }
+
     /// The allowed local rotation nearest to `local` (swing clamped, then twist clamped).
     ///
-    /// A locked bone is not handled here (it keeps its start rotation, which the solver knows).
+    /// A lock is not applied here: [`Self::constrain`] applies it.
     #[must_use]
     pub fn clamp(&self, local: DQuat) -> DQuat {
         match self.swing {
@@ -851,6 +990,39 @@ mod tests {
         let c = lim.clamp(DQuat::from_rotation_x(-0.5) * DQuat::from_rotation_z(0.3));
         assert!(c.abs_diff_eq(DQuat::IDENTITY, 1e-12));
         assert!(lim.preferred_bend().unwrap().abs_diff_eq(DQuat::from_rotation_x(1.3), 1e-12));
+    }
+
+    /// Each kind of joint gives its own unknowns (as `IK_QSegment`'s kinds): none for a lock, which
+    /// keeps its start; one hinge axis; two swing axes that leave the twist as it is to first
+    /// order; three for a ball.
+    #[test]
+    fn each_freedom_gives_its_own_step_axes_and_a_lock_keeps_its_start() {
+        let hinge = HingeLimit { axis: DVec3::X, min: -1.0, max: 1.0 };
+        let world = DQuat::from_rotation_x(0.5) * DQuat::from_rotation_y(0.2);
+        let (start, q) = (DQuat::from_rotation_y(0.1), DQuat::from_rotation_x(1.5) * DQuat::from_rotation_y(0.4));
+        let swing_only = JointLimit { twist: Some(TwistLimit { min: 0.2, max: 0.2 }), ..JointLimit::FREE };
+        for (lim, freedom) in [
+            (JointLimit::FREE, Freedom::Ball),
+            (swing_only, Freedom::Swing),
+            (JointLimit { swing: Swing::Hinge(hinge), ..JointLimit::FREE }, Freedom::Hinge(hinge)),
+            (JointLimit { swing: Swing::Hinge(hinge), locked: true, ..JointLimit::FREE }, Freedom::Fixed),
+            (JointLimit { locked: true, ..swing_only }, Freedom::Fixed),
+        ] {
+            assert_eq!(lim.freedom(), freedom);
+            let step = freedom.step_axes(world, || DVec3::Y, None, None);
+            assert_eq!(step.count, freedom.count(), "{freedom:?}");
+            assert_eq!(lim.constrain(start, q), if freedom == Freedom::Fixed { start } else { lim.clamp(q) });
+        }
+        let step = Freedom::Hinge(hinge).step_axes(world, || DVec3::Y, None, None);
+        assert!(step.axes[0].abs_diff_eq(world * DVec3::X, 1e-15));
+        // The swing axes (a bone at rest under an unturned parent, so its local rotation is
+        // `world`): a small turn about either keeps the twist.
+        let step = Freedom::Swing.step_axes(world, || DVec3::Y, None, None);
+        for a in &step.axes[..step.count] {
+            let turned = from_rotation_vector(*a * 1e-5) * world;
+            let twist = twist_angle(swing_twist_y(turned).1, DVec3::Y);
+            assert!((twist - 0.2).abs() < 1e-9, "{a:?}: twist {twist}");
+        }
     }
 
     /// The split-free inside test never says "inside" where the exact test (clamping the split

@@ -378,7 +378,7 @@ impl Problem {
         let active = &self.topology.is_active;
         for (i, q) in out.iter_mut().enumerate() {
             let limit = &self.rig.bone(i).limit;
-            *q = if limit.locked || !active[i] { start.rotations[i] } else { limit.clamp(*q) };
+            *q = if active[i] { limit.constrain(start.rotations[i], *q) } else { start.rotations[i] };
         }
         scales.clear();
         if !self.topology.stretchy.is_empty() || !start.scales.is_empty() {

@@ -216,9 +216,7 @@ impl Ccd {
                     (base.conjugate() * (turn * rot)).normalize()
                 }
             };
-            let clamped = limit.clamp(want);
-            let stiffness = limit.max_stiffness();
-            let local = if stiffness > 0.0 { limit.clamp(pose.rotations[b].slerp(clamped, 1.0 - stiffness)) } else { clamped };
+            let local = limit.constrain_step(pose.rotations[b], pose.rotations[b], want);
             pose.rotations[b] = local;
             let turn = ((base * local).normalize() * rot.conjugate()).normalize();
             for &gi in &self.carries[b] {

@@ -4,8 +4,9 @@
 //! and when its point steps stall or crawl short of goals that limits and sub-bases make hard.
 //!
 //! The unknowns are small turns of every bone some goal moves: three world axes about the bone's
-//! head (one, the hinge axis, for a hinge; none for a locked bone), each scaled by
-//! `1 − stiffness`, plus the root's translation when it is free. A bone whose stiffness differs
+//! head (one, the hinge axis, for a hinge; two across a bone whose twist is locked; none for a
+//! locked bone: the joint model gives them, [`crate::limits::Freedom::step_axes`], as Blender's
+//! `IK_QSegment` kinds give theirs), each scaled by `1 − stiffness`, plus the root's translation when it is free. A bone whose stiffness differs
 //! between its local axes (Blender's `ik_stiffness_x/y/z`) turns about its own local X, Y and Z
 //! instead, each scaled by its own `1 − stiffness` (Blender's `IK_QSegment::SetWeight`). The residual stacks, per goal,
 //! `√weight · (target − effector)` and, for an orientation goal, `√weight · reach ·` the rotation
@@ -107,8 +108,9 @@ struct Joint {
     /// Per unknown axis: its length's share of the per-axis gain (the axes of a bone with
     /// per-axis stiffness are scaled by it; 1 otherwise).
     scales: [f64; 3],
-    /// The bone's unknown axes at the current pose (world, `count` of them): its hinge axis, or
-    /// the world axes with the blocked direction projected out.
+    /// The bone's unknown axes at the current pose (world, `count` of them), as its joint gives
+    /// them ([`Freedom::step_axes`]): its hinge axis, its swing axes, or the world axes with the
+    /// blocked direction projected out.
     axes: [DVec3; 3],
     count: usize,
     /// `axes` are exactly the world axes (nothing blocked), so the closed forms apply.
@@ -174,11 +176,12 @@ pub(crate) struct DlsSteps {
     trial: Pose,
     trial_frames: Frames,
     trial_residual: Vec<f64>,
-    /// Per bone: whether its twist (about its own axis) is an unknown: only where an orientation
-    /// goal moves it. Every other bone swings, and keeps the twist in `kept_twist`.
-    twist_free: Vec<bool>,
-    /// Per bone: the twist (about local +Y) a bone whose twist is not free keeps: the
-    /// reference's, or the start's.
+    /// Per bone: the freedom the steps give it, its joint's ([`crate::JointLimit::freedom`]),
+    /// which decides its unknowns ([`Freedom::step_axes`]); a bone that swings only keeps the
+    /// twist in `kept_twist`.
+    freedom: Vec<Freedom>,
+    /// Per bone: the twist (about local +Y) a bone that swings only keeps: the reference's, or
+    /// the start's.
     kept_twist: Vec<DQuat>,
     /// The reference pose the steps are pulled toward ([`DlsSteps::refine_toward`]).
     reference: Option<Pose>,
@@ -536,9 +539,9 @@ impl DlsSteps {
         }
     }
 
-    /// Whether `joint` (bone `b`) swings only: its twist is not free (so it is no hinge).
+    /// Whether `joint` (bone `b`) swings only: its twist is held (so it is no hinge).
     fn swings(&self, b: usize, joint: &Joint) -> bool {
-        !self.twist_free[b] && !joint.world_axes
+        self.freedom[b].holds_twist() && !joint.world_axes
     }
 
     /// `self.rhs −= pull · J d`, `d` the turns toward the reference (`self.toward`).
@@ -599,12 +602,26 @@ impl DlsSteps {
         let mean_length = topo.active.iter().map(|&i| rig.bone(i).length).sum::<f64>() / topo.active.len().max(1) as f64;
         let toward = self.reference.is_some();
         let length_weight = |b: usize| if toward && mean_length > 0.0 { (rig.bone(b).length / mean_length).max(SHORT_BONE_GAIN) } else { 1.0 };
+        // Each bone's unknowns are its joint's ([`Freedom`]); a bone swings only where its joint
+        // does ([`Freedom::Swing`]: its twist is locked), unless an orientation goal moves it:
+        // then the steps keep the twist exactly instead of clamping it back after every step.
+        self.freedom.clear();
+        self.freedom.extend(rig.bones().iter().map(|b| b.limit.freedom()));
+        for (gi, g) in goals.iter().enumerate() {
+            if g.orientation.is_some() {
+                for &b in &topo.moved[gi] {
+                    if self.freedom[b] == Freedom::Swing {
+                        self.freedom[b] = Freedom::Ball;
+                    }
+                }
+            }
+        }
         self.joints.clear();
         for &b in &topo.active {
             let limit = &rig.bone(b).limit;
             let [sx, sy, sz] = limit.axis_stiffness();
             let least = sx.min(sy).min(sz);
-            if limit.locked || least >= 1.0 {
+            if self.freedom[b] == Freedom::Fixed || least >= 1.0 {
                 continue;
             }
             let ratios = (sx != sy || sy != sz).then(|| [sx, sy, sz].map(|s| (1.0 - s) / (1.0 - least)));
@@ -684,18 +701,6 @@ impl DlsSteps {
         }
         self.tree_poles.clear();
         self.tree_poles.extend((0..goals.len()).filter(|&gi| goals[gi].pole.is_some() && !topo.is_lone_chain(gi)));
-        // A bone swings only where its joint does ([`Freedom::Swing`]: its twist is locked),
-        // unless an orientation goal moves it: then the steps keep the twist exactly instead of
-        // clamping it back after every step.
-        self.twist_free.clear();
-        self.twist_free.extend(rig.bones().iter().map(|b| b.limit.freedom() != Freedom::Swing));
-        for (gi, g) in goals.iter().enumerate() {
-            if g.orientation.is_some() {
-                for &b in &topo.moved[gi] {
-                    self.twist_free[b] = true;
-                }
-            }
-        }
     }
 
     /// Every goal within `tolerance`, and every tree pole's swivel within [`POLE_TOLERANCE`].
@@ -717,49 +722,13 @@ impl DlsSteps {
         self.pole_links.clear();
         self.pole_start.clear();
         for j in 0..self.joints.len() {
-            let swing_axes = self.joints[j].bone.filter(|&b| !self.twist_free[b] && self.joints[j].stretch.is_none()).and_then(|b| self.swing_axes(rig, b));
             let joint = &mut self.joints[j];
             if let (Some(b), None) = (joint.bone, joint.stretch) {
-                let world = self.frames.rotations[b];
-                // Per-axis stiffness: the bone's own axes, each scaled by its gain.
-                let own = joint.ratios.map(|r| [world * (DVec3::X * r[0]), world * (DVec3::Y * r[1]), world * (DVec3::Z * r[2])]);
-                joint.scales = [1.0; 3];
-                if let Freedom::Hinge(h) = rig.bone(b).limit.freedom() {
-                    // The local rotation turns about the hinge axis, which it therefore keeps.
-                    joint.axes[0] = world * h.axis;
-                    joint.count = 1;
-                    joint.world_axes = false;
-                    if let Some(r) = joint.ratios {
-                        joint.scales[0] = axis_scale(h.axis, r);
-                        joint.axes[0] *= joint.scales[0];
-                    }
-                } else if let Some(axes) = swing_axes {
-                    joint.axes = axes.0;
-                    joint.count = axes.1;
-                    joint.world_axes = false;
-                    if let Some(r) = joint.ratios {
-                        for c in 0..joint.count {
-                            joint.scales[c] = axis_scale(world.conjugate() * joint.axes[c], r);
-                            joint.axes[c] *= joint.scales[c];
-                        }
-                    }
-                } else if let Some(v) = self.blocked[b] {
-                    joint.axes = own.unwrap_or(DVec3::AXES).map(|a| a - v * v.dot(a));
-                    joint.count = 3;
-                    joint.world_axes = false;
-                    if let Some(r) = joint.ratios {
-                        joint.scales = r;
-                    }
-                } else if let (Some(own), Some(r)) = (own, joint.ratios) {
-                    joint.axes = own;
-                    joint.count = 3;
-                    joint.world_axes = false;
-                    joint.scales = r;
-                } else {
-                    joint.axes = DVec3::AXES;
-                    joint.count = 3;
-                    joint.world_axes = true;
-                }
+                // The joint model's axes for the bone ([`Freedom::step_axes`]), weighted per axis.
+                let (frames, parent) = (&self.frames, rig.bone(b).parent);
+                let rest_y = || rig.local_base(b, parent.map_or(DQuat::IDENTITY, |p| frames.rotations[p])) * DVec3::Y;
+                let step = self.freedom[b].step_axes(frames.rotations[b], rest_y, self.blocked[b], joint.ratios);
+                (joint.axes, joint.count, joint.scales, joint.world_axes) = (step.axes, step.count, step.scales, step.world);
             }
             let joint = *joint;
             for &gi in &self.reaches[self.reach_start[j]..self.reach_start[j + 1]] {
@@ -814,33 +783,6 @@ impl DlsSteps {
             }
         }
         self.pole_start.push(self.pole_links.len());
-    }
-
-    /// The unknown axes of bone `b` when it swings only (keeps the twist of its local rotation's
-    /// swing–twist split about +Y, as twist limits measure it): per direction `e` across the
-    /// bone `d` (its own X and Z, or the one a blocked turn leaves), the turn that moves `d` by
-    /// `e` along the minimal arc from the rest direction `y`, `d × e + ((d × y)·e / (1 + y·d)) d`
-    /// (the swing's angular velocity; the second term is the twist a plain turn across the bone
-    /// would add at first order once it is swung). `None` near a half-turn swing (`d ≈ −y`),
-    /// where twist is undefined: the bone then turns about all three axes.
-    fn swing_axes(&self, rig: &crate::rig::Rig, b: usize) -> Option<([DVec3; 3], usize)> {
-        let rot = self.frames.rotations[b];
-        let parent = rig.bone(b).parent.map_or(DQuat::IDENTITY, |p| self.frames.rotations[p]);
-        let y = rig.local_base(b, parent) * DVec3::Y;
-        let d = rot * DVec3::Y;
-        let one_plus = 1.0 + y.dot(d);
-        if one_plus < 1e-6 {
-            return None;
-        }
-        let lean = d.cross(y) / one_plus;
-        let axis = |e: DVec3| d.cross(e) + d * lean.dot(e);
-        // A blocked turn `v` moves the bone's direction by `v × d`; the direction left is
-        // across both.
-        let blocked = self.blocked[b].and_then(|v| v.cross(d).try_normalize());
-        Some(match blocked {
-            Some(moved) => ([axis(d.cross(moved)), DVec3::ZERO, DVec3::ZERO], 1),
-            None => ([axis(rot * DVec3::X), axis(rot * DVec3::Z), DVec3::ZERO], 2),
-        })
     }
 
     /// Lays `self.gram` out for the `m` residual rows: a block per group of coupled goals
@@ -1009,7 +951,7 @@ impl DlsSteps {
             let local = pose.rotations[b];
             let mut wanted = renormalize(local * from_rotation_vector(world.conjugate() * turn));
             let limit = &rig.bone(b).limit;
-            if !self.twist_free[b] {
+            if self.freedom[b].holds_twist() {
                 // Swing only: the twist stays the kept one (the steps' swings would drift it at
                 // second order).
                 wanted = (swing_twist_y(wanted).0 * self.kept_twist[b]).normalize();
@@ -1171,15 +1113,6 @@ impl DlsSteps {
     pub(super) fn reached(&self, problem: &Problem, tolerance: f64) -> bool {
         self.all_reached(problem, tolerance)
     }
-}
-
-/// The share of a per-axis gain that a turn about `local_axis` (in the bone's own frame, any
-/// length) gets, with `ratios` each local axis's gain over the largest: `1 / |(u_c / ratio_c)|`
-/// for the unit axis `u`, so the metric `Σ_c (θ u_c / ratio_c)²` of a turn `θ u` is `(θ / scale)²`.
-fn axis_scale(local_axis: DVec3, ratios: [f64; 3]) -> f64 {
-    let u = local_axis.normalize_or_zero();
-    let w = DVec3::new(u.x / ratios[0], u.y / ratios[1], u.z / ratios[2]).length();
-    if w > 0.0 { 1.0 / w } else { 1.0 }
 }
 
 /// One Gauss–Newton step (the Jacobian pseudo-inverse, Nilsson §2.4.2) of a free serial chain of
@@ -1580,15 +1513,15 @@ mod tests {
         for joint in &steps.joints {
             let expected = match joint.bone {
                 None => 3,
-                Some(b) if matches!(problem.rig().bone(b).limit.freedom(), Freedom::Hinge(_)) => 1,
-                Some(b) if steps.twist_free[b] => 3,
+                Some(b) if matches!(steps.freedom[b], Freedom::Hinge(_)) => 1,
+                Some(b) if !steps.freedom[b].holds_twist() => 3,
                 Some(b) if steps.blocked[b].is_some() => 1,
                 Some(_) => 2,
             };
             assert_eq!(joint.count, expected, "{joint:?}");
         }
-        assert!(steps.twist_free.iter().any(|&f| f));
-        assert!(!steps.twist_free[5], "the forearm swings only");
+        assert!(steps.freedom.contains(&Freedom::Ball));
+        assert!(steps.freedom[5].holds_twist(), "the forearm swings only");
         assert_eq!(steps.joints.iter().filter(|j| j.ratios.is_some()).count(), 3, "per-axis stiffness on three bones");
         assert_gram_matches(&steps, &columns, m);
         // The step: Jᵀ y per unknown, applied as each bone's world turn.
@@ -1613,7 +1546,7 @@ mod tests {
                 Some(b) => {
                     let world = steps.frames.rotations[b];
                     let mut expected = pose.rotations[b] * from_rotation_vector(world.conjugate() * turn);
-                    if !steps.twist_free[b] {
+                    if steps.freedom[b].holds_twist() {
                         // A swinging bone keeps its twist.
                         expected = swing_twist_y(expected).0 * steps.kept_twist[b];
                     }

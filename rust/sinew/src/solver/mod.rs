@@ -340,7 +340,7 @@ pub(crate) fn begin_solve(settings: &SolveSettings, problem: &Problem, start: &P
     start_locals.extend(start.rotations.iter().enumerate().map(|(i, &q)| {
         let q = crate::geometry::unit_start(q);
         let limit = &rig.bone(i).limit;
-        if limit.locked { q } else { limit.clamp(q) }
+        limit.constrain(q, q)
     }));
     Ok(settings)
 }

@@ -152,10 +152,8 @@ impl Fabrik {
     pub(super) fn two_bone_step(&self, problem: &Problem, b: usize, c: usize, base: DQuat, head: DVec3, current: DQuat) -> Option<DQuat> {
         let rig = problem.rig();
         let child = rig.bone(c);
+        // (A locked child is [`Freedom::Fixed`]: no step.)
         let Freedom::Hinge(hinge) = child.limit.freedom() else { return None };
-        if child.limit.locked {
-            return None;
-        }
         let (point, target) = self.single_pull(problem, c)?;
         let to_target = target - head;
         let dist = to_target.length();
@@ -216,7 +214,7 @@ impl Fabrik {
     pub(super) fn make_room_for_child(&self, problem: &Problem, b: usize, c: usize, base: DQuat, head: DVec3, want: DQuat) -> DQuat {
         let rig = problem.rig();
         let child = rig.bone(c);
-        if child.limit.locked || !child.limit.constrains_rotation() || matches!(child.limit.freedom(), Freedom::Hinge(_)) {
+        if !matches!(child.limit.freedom(), Freedom::Ball | Freedom::Swing) || !child.limit.constrains_rotation() {
             return want;
         }
         let Some((point, target)) = self.single_pull(problem, c) else { return want };

@@ -296,15 +296,8 @@ impl FabrikClassic {
                         pulls => fit_rotation(current, pulls.iter().map(|p| (p.local, p.target - head, p.weight))),
                     }
                 };
-                let limit = &bone.limit;
-                let clamped = limit.clamp((base.conjugate() * want).normalize());
-                let stiffness = limit.max_stiffness();
-                self.locals[b] = if stiffness > 0.0 {
-                    // (The slerp of two allowed rotations can leave a cone: clamped again.)
-                    limit.clamp(self.locals[b].slerp(clamped, 1.0 - stiffness))
-                } else {
-                    clamped
-                };
+                // (Unlocked: its current local rotation stands in for its start.)
+                self.locals[b] = bone.limit.constrain_step(self.locals[b], self.locals[b], (base.conjugate() * want).normalize());
             }
             self.place(rig, b, base, head);
         }

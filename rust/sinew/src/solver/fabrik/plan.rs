@@ -156,7 +156,7 @@ fn serial_chain(rig: &Rig, problem: &Problem) -> Option<SerialChain> {
     let mut limited = false;
     for (k, &b) in moved.iter().enumerate() {
         let limit = &rig.bone(b).limit;
-        if limit.locked || limit.max_stiffness() != 0.0 || matches!(limit.freedom(), crate::limits::Freedom::Hinge(_)) {
+        if !matches!(limit.freedom(), crate::limits::Freedom::Ball | crate::limits::Freedom::Swing) || limit.max_stiffness() != 0.0 {
             return None;
         }
         limited |= !limit.is_free();

@@ -53,7 +53,7 @@ pub(super) fn keep_child_in_limit(rig: &Rig, c: usize, (rot, head): (DQuat, DVec
         return (rot, head);
     }
     let local = rig.local_from_world(c, rot, child_rot);
-    let want = if child.limit.locked { locked_local } else { child.limit.clamp(local) };
+    let want = child.limit.constrain(locked_local, local);
     if angle_between(want, local) < 1e-12 {
         return (rot, head);
     }

@@ -262,7 +262,7 @@ impl Fabrik {
                     base * self.locals[b]
                 } else if let [p] = self.pulls.as_slice() {
                     match (bone.limit.freedom(), self.plan.pulls[b].as_slice()) {
-                        (Freedom::Hinge(h), _) if !bone.limit.locked => base * aim_hinge(base, h, head, p.local, p.target),
+                        (Freedom::Hinge(h), _) => base * aim_hinge(base, h, head, p.local, p.target),
                         (_, &[(c, _)]) => {
                             let want = aim(current, head, p.local, p.target);
                             self.make_room_for_child(problem, b, c, base, head, want)
@@ -274,14 +274,7 @@ impl Fabrik {
                     self.turn_sub_base(problem, b, head, fitted)
                 };
                 let local = (base.conjugate() * want).normalize();
-                let limit = &bone.limit;
-                let clamped = if limit.locked { self.start_locals[b] } else { limit.clamp(local) };
-                if limit.max_stiffness() > 0.0 && !limit.locked {
-                    // The slerp of two allowed rotations can leave a cone: clamp again.
-                    limit.clamp(self.locals[b].slerp(clamped, 1.0 - limit.max_stiffness()))
-                } else {
-                    clamped
-                }
+                bone.limit.constrain_step(self.start_locals[b], self.locals[b], local)
             } else {
                 self.locals[b]
             };
