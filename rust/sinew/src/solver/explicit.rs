@@ -151,6 +151,10 @@ pub(super) trait Rule: Default + Clone + std::fmt::Debug + Send {
     /// Fills `y` (`m` entries) so that this iteration's step is `Δθ = Jᵀ y`. False when the
     /// method has no step to take (`J` or `e` zero, say).
     fn step(&mut self, lin: &Linearized<'_>, y: &mut Vec<f64>) -> bool;
+
+    /// Called before a solve's first iteration (a rule that carries state between iterations
+    /// resets it here).
+    fn begin(&mut self) {}
 }
 
 /// A solver of the family: its rule, settings and scratch space (reused between solves).
@@ -181,6 +185,7 @@ impl<R: Rule> Explicit<R> {
         let m = self.steps.start_explicit(problem, &mut pose);
         let reach = problem.topology().chain_reach.iter().copied().fold(0.0, f64::max);
         let mut iterations = 0;
+        self.rule.begin();
         let stop = loop {
             let n = match next_jacobian(&mut self.steps, problem, &settings, iterations, m, &mut self.jac) {
                 Ok(n) => n,
