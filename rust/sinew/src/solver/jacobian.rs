@@ -499,17 +499,16 @@ impl DlsSteps {
 
     /// Marks, per goal, whether its target lies beyond its chain's reach from the chain's top
     /// bone's head at the current pose (the report's test of a reachable target, TR-632 Alg. 1
-    /// line 1.3): [`DlsSteps::beyond_reach`].
+    /// line 1.3): [`DlsSteps::beyond_reach`]. None is when the root translates, nor a chain with
+    /// a bone whose length is an unknown: those reach farther.
     pub(super) fn mark_beyond_reach(&mut self, problem: &Problem) {
         let topo = problem.topology();
+        let free = self.translates_root();
+        let stretches = |gi: usize| !self.rigid && topo.moved[gi].iter().any(|b| topo.stretchy.binary_search(b).is_ok());
         self.beyond.clear();
-        self.beyond.extend(
-            problem
-                .goals()
-                .iter()
-                .enumerate()
-                .map(|(gi, g)| topo.moved[gi].last().is_some_and(|&top| (g.target - self.frames.heads[top]).length() > topo.chain_reach[gi])),
-        );
+        self.beyond.extend(problem.goals().iter().enumerate().map(|(gi, g)| {
+            !free && !stretches(gi) && topo.moved[gi].last().is_some_and(|&top| (g.target - self.frames.heads[top]).length() > topo.chain_reach[gi])
+        }));
     }
 
     /// Per goal, whether its target was beyond its chain's reach ([`DlsSteps::mark_beyond_reach`]).

@@ -37,7 +37,7 @@ explicit_solver!(
 const DAMPING_REACH: f64 = 0.01;
 
 /// Toward goals out of reach, λ² is at least this times [`Linearized::out_of_reach`] of `e` (see the
-/// module docs). 0.75 measured: 0.5 (`dls`'s and `sdls`'s factor) left 5 zigzags just beyond
+/// module docs). 0.75 measured: 0.5 (`dls`'s factor) left 5 zigzags just beyond
 /// the report's chain's reach, 0.75 none, 1 a few again, and 2 doubled the iterations.
 const OUT_OF_REACH_DAMPING: f64 = 0.75;
 
