@@ -233,8 +233,9 @@ impl DlsSteps {
     }
 
     /// With `on`, the steps toward goals whose targets lie beyond their chains' reach are damped
-    /// by at least [`OUT_OF_REACH_DAMPING`] times [`out_of_reach_curvature`], so that the chains settle on them without
-    /// zigzagging (the `dls` solver; FABRIK's finish keeps the plain Levenberg–Marquardt λ).
+    /// by at least [`OUT_OF_REACH_DAMPING`] times [`out_of_reach_curvature`], so that the chains
+    /// settle on them without zigzagging (the `dls` solver; FABRIK's finish keeps the plain
+    /// Levenberg–Marquardt λ).
     pub(crate) fn set_out_of_reach_damping(&mut self, on: bool) {
         self.out_of_reach_damping = on;
     }
@@ -1247,8 +1248,6 @@ impl DlsSteps {
     }
 }
 
-/// The share of a per-axis gain that a turn about `local_axis` (in the bone's own frame, any
-/// length) gets, with `ratios` each local axis's gain over the largest: `1 / |(u_c / ratio_c)|`
 /// `√Σ_g (|r_g| · reach_g)²` over the goals `beyond` marks (their targets beyond their chains'
 /// reach), `r_g` a goal's three position rows of `rows` (from `goal_rows`): the size of the
 /// curvature Gauss–Newton's model lacks toward them, which the damped methods' λ² stands in for
@@ -1279,6 +1278,8 @@ pub(super) fn out_of_reach_curvature(problem: &Problem, beyond: &[bool], goal_ro
         .sqrt()
 }
 
+/// The share of a per-axis gain that a turn about `local_axis` (in the bone's own frame, any
+/// length) gets, with `ratios` each local axis's gain over the largest: `1 / |(u_c / ratio_c)|`
 /// for the unit axis `u`, so the metric `Σ_c (θ u_c / ratio_c)²` of a turn `θ u` is `(θ / scale)²`.
 fn axis_scale(local_axis: DVec3, ratios: [f64; 3]) -> f64 {
     let u = local_axis.normalize_or_zero();
