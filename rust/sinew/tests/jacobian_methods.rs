@@ -249,6 +249,27 @@ fn the_reports_chain_reaches_its_target() {
     }
 }
 
+/// Issue #14's target for the report's chain: the transpose reaches at least 90% of reachable
+/// targets within 2000 iterations. The first 200 of the comparison's 1000 targets (uniform in the
+/// reach ball, seed 2009, from straight, tolerance 1e-3 mm on the 9 m chain). With eq. 3.15's α of
+/// the current iterate it reached 88.8% of the 1000 within 2000 iterations; with the last
+/// iterate's (see `jacobian_transpose.rs`) 95.8%.
+#[test]
+fn the_transpose_reaches_the_reports_targets_within_2000_iterations() {
+    let lp = load("paper_chain10.json");
+    let mut rng = Rng::new(2009);
+    let mut s = solver(Method::JacobianTranspose, 2000, lp.settings.tolerance);
+    let reached = (0..200)
+        .filter(|_| {
+            let mut problem = lp.problem.clone();
+            problem.set_target(0, rng.in_ball(9000.0 * 0.999)).unwrap();
+            checked(Method::JacobianTranspose, &problem, &lp.pose, s.as_mut()).reached
+        })
+        .count();
+    eprintln!("the transpose: {reached}/200 reached within 2000 iterations");
+    assert!(reached >= 180, "the transpose: {reached}/200 reached within 2000 iterations");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Degenerate input
 
@@ -329,16 +350,18 @@ fn degenerate_input_gives_finite_poses() {
 // ---------------------------------------------------------------------------------------------
 // Out of reach: settling
 
-/// The effector of `problem`'s first goal at the start and after every iteration of `method`
-/// from `start`, up to its own stop, and that solve. `dls` (whose damping carries over from one
+/// The effectors of `problem`'s goals at the start and after every iteration of `method` from
+/// `start`, up to its own stop, and that solve. `dls` (whose damping carries over from one
 /// iteration to the next) is capped at each iteration count in turn: a solve is a pure function
-/// of its cap. The explicit methods carry nothing over on an unconstrained chain without poles
-/// or reference (no limit, so no blocked direction), so one-iteration solves chained from each
-/// other are the same iterations, at linear cost; the chained end is checked against the solve.
-fn trace(method: Method, problem: &Problem, start: &Pose, stall: f64) -> (Vec<DVec3>, Solution) {
-    let g = &problem.goals()[0];
+/// of its cap. `svd_dls` and `sdls` carry nothing over on an unconstrained rig without poles or
+/// reference (no limit, so no blocked direction), so one-iteration solves chained from each other
+/// are the same iterations, at linear cost; the chained end is checked against the solve.
+fn trace(method: Method, problem: &Problem, start: &Pose, stall: f64) -> (Vec<Vec<DVec3>>, Solution) {
     let settings = |max_iterations| SolveSettings { max_iterations, tolerance: 1e-6, stall_tolerance: stall };
-    let effector = |pose: &Pose| problem.rig().forward(pose).effector(g.bone, g.use_tail);
+    let effector = |pose: &Pose| {
+        let f = problem.rig().forward(pose);
+        problem.goals().iter().map(|g| f.effector(g.bone, g.use_tail)).collect::<Vec<DVec3>>()
+    };
     let full = method.solver(settings(5000)).unwrap().solve(problem, start).unwrap();
     let mut points = vec![effector(start)];
     if method == Method::Dls {
@@ -353,24 +376,47 @@ fn trace(method: Method, problem: &Problem, start: &Pose, stall: f64) -> (Vec<DV
             points.push(effector(&pose));
         }
         let end = effector(&full.pose);
-        assert!((*points.last().unwrap() - end).length() < 1e-6 * end.length(), "{method:?}: the chained iterations end at {}, the solve at {end}", points.last().unwrap());
+        for (p, e) in points.last().unwrap().iter().zip(&end) {
+            assert!((*p - *e).length() < 1e-6 * e.length(), "{method:?}: the chained iterations end at {p}, the solve at {e}");
+        }
     }
     (points, full)
+}
+
+/// The effectors' steps (all goals' together, as one vector; zero steps, a rejected `dls` step,
+/// left out) and, over the last half of them, how many turn back against the one before and how
+/// many zigzags there are (turning back on two successive steps: there, back, there again).
+fn zigzags(points: &[Vec<DVec3>]) -> (Vec<Vec<DVec3>>, usize, usize) {
+    let norm = |d: &[DVec3]| d.iter().map(|x| x.length_squared()).sum::<f64>().sqrt();
+    let steps: Vec<Vec<DVec3>> =
+        points.windows(2).map(|w| w[1].iter().zip(&w[0]).map(|(a, b)| *a - *b).collect::<Vec<DVec3>>()).filter(|d| norm(d) > 0.0).collect();
+    let tail = &steps[steps.len() / 2..];
+    let turns: Vec<bool> = tail.windows(2).map(|w| w[0].iter().zip(&w[1]).map(|(a, b)| a.dot(*b)).sum::<f64>() < 0.0).collect();
+    let reversals = turns.iter().filter(|&&t| t).count();
+    let zigzags = turns.windows(2).filter(|t| t[0] && t[1]).count();
+    (steps, reversals, zigzags)
+}
+
+/// The largest of `steps` (as `zigzags` gives them).
+fn largest_step(steps: &[Vec<DVec3>]) -> f64 {
+    steps.iter().map(|d| d.iter().map(|x| x.length_squared()).sum::<f64>().sqrt()).fold(0.0, f64::max)
 }
 
 /// Targets out of reach of the report's 10-joint chain (9000 mm), from a bent start, with the
 /// thesis' out-of-range criterion (§4.2: stop when the effector moves less than 1e-3 units per
 /// iteration; here 1e-3 mm). `dls`, `svd_dls` and `sdls` settle: they stop `Stalled` well before
 /// the cap with the chain straightened at the target; the distance to the target never grows
-/// (no sign flip in its change); and the effector's motion dies out (its largest step over the
-/// last quarter of the iterations is below a hundredth of its largest over the first half).
-/// `sdls` moreover never zigzags over the last half of its iterations: it never turns back on
-/// two successive steps. (It may turn back once: pulled straight along the chain's own axis, two
+/// (no sign flip in its change); the effector's motion dies out (its largest step over the last
+/// quarter of the iterations is below a hundredth of its largest over the first half); and it
+/// never zigzags over the last half of its iterations (never turns back on two successive steps).
+/// Each damps its steps toward a target beyond the chain's reach by at least the curvature that
+/// Gauss–Newton's model leaves out there (`jacobian::out_of_reach_curvature`); before that, `dls`
+/// zigzagged 12–45 times over the last half (its effector swinging from side to side while it
+/// closed in, λ halving until a step overshot), and `svd_dls` fell into a two-step cycle just
+/// beyond reach. (`sdls` may turn back once: pulled straight along the chain's own axis, two
 /// singular values are equal, their split into vectors is arbitrary and changes from one
 /// iteration to the next, and SDLS's per-vector clamps then kick the effector sideways by a
-/// fraction of a millimetre and back, every twenty iterations or so.) `dls` and `svd_dls` do
-/// zigzag: their effector swings sideways while it closes in (successive steps at 150-180°,
-/// shrinking geometrically), which the comparison benchmark counts (docs/benchmarks.md).
+/// fraction of a millimetre and back.)
 #[test]
 fn damped_methods_settle_on_targets_out_of_reach_without_oscillating() {
     let lp = load("paper_chain10.json");
@@ -380,35 +426,92 @@ fn damped_methods_settle_on_targets_out_of_reach_without_oscillating() {
         root_translation: DVec3::ZERO,
         scales: Vec::new(),
     };
-    for target in [DVec3::new(12000.0, 0.0, 3000.0), DVec3::new(-4000.0, 9000.0, -6000.0), DVec3::new(0.0, 0.0, -15000.0)] {
+    // The tests' three targets far out of reach, and one 1392 mm beyond it.
+    for target in [DVec3::new(12000.0, 0.0, 3000.0), DVec3::new(-4000.0, 9000.0, -6000.0), DVec3::new(0.0, 0.0, -15000.0), DVec3::new(6000.0, 6000.0, 6000.0)] {
         let mut problem = lp.problem.clone();
         problem.set_target(0, target).unwrap();
         for method in [Method::Dls, Method::SvdDls, Method::Sdls] {
             let (points, full) = trace(method, &problem, &start, 1e-3);
             let what = format!("{method:?} toward {target}");
             assert_eq!(full.stop, StopReason::Stalled, "{what}: {full:?}");
-            assert!(full.iterations <= 400, "{what}: {} iterations", full.iterations);
+            assert!(full.iterations <= 1000, "{what}: {} iterations", full.iterations);
             // Straightened at the target: the effector 9000 mm from the root, toward the target.
-            let end = *points.last().unwrap();
+            let end = points.last().unwrap()[0];
             assert!((end.length() - 9000.0).abs() < 1.0 && end.normalize().dot(target.normalize()) > 1.0 - 1e-6, "{what}: ends at {end}");
             for (i, w) in points.windows(2).enumerate() {
-                let (before, after) = ((w[0] - target).length(), (w[1] - target).length());
+                let (before, after) = ((w[0][0] - target).length(), (w[1][0] - target).length());
                 assert!(after <= before + 1e-9 * before, "{what}: iteration {} moves away from the target, {before} to {after} mm", i + 1);
             }
-            let steps: Vec<DVec3> = points.windows(2).map(|w| w[1] - w[0]).filter(|d| d.length() > 0.0).collect();
-            let largest = |s: &[DVec3]| s.iter().map(|d| d.length()).fold(0.0, f64::max);
-            let (early, late) = (largest(&steps[..steps.len() / 2]), largest(&steps[3 * steps.len() / 4..]));
+            let (steps, reversals, zigzags) = zigzags(&points);
+            let (early, late) = (largest_step(&steps[..steps.len() / 2]), largest_step(&steps[3 * steps.len() / 4..]));
             assert!(late < 0.01 * early, "{what}: largest step {late} mm over the last quarter, {early} mm over the first half");
-            let tail = &steps[steps.len() / 2..];
-            let turns: Vec<bool> = tail.windows(2).map(|w| w[0].dot(w[1]) < 0.0).collect();
-            let reversals = turns.iter().filter(|&&t| t).count();
-            // A zigzag: turning back on two successive steps (there, back, there again).
-            let zigzags = turns.windows(2).filter(|t| t[0] && t[1]).count();
-            eprintln!("{what}: {} iterations, {reversals} of the last {} steps turn back, {zigzags} zigzags", full.iterations, tail.len());
-            if method == Method::Sdls {
-                assert_eq!(zigzags, 0, "{what}");
+            eprintln!("{what}: {} iterations, {reversals} of the last {} steps turn back, {zigzags} zigzags", full.iterations, steps.len() - steps.len() / 2);
+            assert_eq!(zigzags, 0, "{what}: {zigzags} zigzags over the last half of the steps");
+        }
+    }
+}
+
+/// The thesis' four-effector tree (33 DoF: a trunk of three unit bones, four branches of two
+/// leaning 45°, as `examples/compare_methods.rs` builds it for Table 4.7) with every effector out
+/// of range (the comparison's first out-of-range set, 6.5–8 units out where a branch reaches 5),
+/// from rest, stopping when no effector moves 1e-3 units in an iteration. `dls`, `svd_dls` and
+/// `sdls` settle well before the cap, every effector ends farther from the root than at rest and
+/// nearer its target (stretched toward it, as far as the shared trunk lets each), the summed distance to the targets never grows by more than
+/// round-off for `dls` (whose steps only ever lower the error), and none zigzags over the last
+/// half of its steps (all effectors' steps taken together). Before its out-of-reach damping
+/// `sdls` fell here into a two-step cycle to the cap (0.042 units a step, turning back at every
+/// step), and `dls` zigzagged 12 times.
+#[test]
+fn damped_methods_settle_on_a_tree_out_of_reach_without_oscillating() {
+    let bone = |name: String, parent: Option<usize>, rest_rotation: DQuat| Bone {
+        name,
+        parent,
+        rest_head: if parent.is_some() { DVec3::Y } else { DVec3::ZERO },
+        rest_rotation,
+        length: 1.0,
+        limit: JointLimit::FREE,
+    };
+    let mut bones: Vec<Bone> =
+        (0..3usize).map(|i| bone(format!("b{i}"), i.checked_sub(1), if i == 0 { DQuat::from_rotation_x(PI / 2.0) } else { DQuat::IDENTITY })).collect();
+    let leans = [DQuat::from_rotation_z(-0.785), DQuat::from_rotation_z(0.785), DQuat::from_rotation_x(0.785), DQuat::from_rotation_x(-0.785)];
+    let mut tips = Vec::new();
+    for (k, lean) in leans.into_iter().enumerate() {
+        let first = bones.len();
+        bones.push(bone(format!("branch{k}.0"), Some(2), lean));
+        bones.push(bone(format!("branch{k}.1"), Some(first), DQuat::IDENTITY));
+        tips.push(first + 1);
+    }
+    let rig = Rig::new(bones).unwrap();
+    let rest = rig.forward(&Pose::rest(rig.len()));
+    // The comparison's first out-of-range set (its generator and seed).
+    let mut rng = Rng::new(330);
+    let targets: Vec<DVec3> = tips.iter().map(|&t| (rest.tails[t].normalize() + rng.in_ball(0.3)).normalize() * rng.range(6.5, 8.0)).collect();
+    let problem = Problem::new(rig.clone(), tips.iter().zip(&targets).map(|(&t, &p)| Goal::new(t, p)).collect(), RootMode::Pinned).unwrap();
+    for method in [Method::Dls, Method::SvdDls, Method::Sdls] {
+        let (points, full) = trace(method, &problem, &Pose::rest(rig.len()), 1e-3);
+        let what = format!("{method:?}");
+        assert_eq!(full.stop, StopReason::Stalled, "{what}: {full:?}");
+        assert!(full.iterations <= 300, "{what}: {} iterations", full.iterations);
+        for (k, ((&t, end), target)) in tips.iter().zip(points.last().unwrap()).zip(&targets).enumerate() {
+            let at_rest = rest.tails[t];
+            assert!(
+                end.length() > at_rest.length() + 0.1 && (*end - *target).length() < (at_rest - *target).length() - 0.1,
+                "{what}: effector {k} ends at {end}, at {at_rest} at rest, its target {target}"
+            );
+        }
+        if method == Method::Dls {
+            let distance = |p: &[DVec3]| p.iter().zip(&targets).map(|(a, b)| (*a - *b).length_squared()).sum::<f64>();
+            for (i, w) in points.windows(2).enumerate() {
+                assert!(distance(&w[1]) <= distance(&w[0]) * (1.0 + 1e-12), "{what}: iteration {} raises the error", i + 1);
             }
         }
+        let (steps, reversals, zigzags) = zigzags(&points);
+        eprintln!(
+            "{what} on the tree: {} iterations, {reversals} of the last {} steps turn back, {zigzags} zigzags",
+            full.iterations,
+            steps.len() - steps.len() / 2
+        );
+        assert_eq!(zigzags, 0, "{what}: {zigzags} zigzags over the last half of the steps");
     }
 }
 

@@ -35,7 +35,7 @@
 use glam::DQuat;
 use nalgebra::DMatrix;
 
-use super::jacobian::DlsSteps;
+use super::jacobian::{DlsSteps, out_of_reach_curvature};
 use super::prepare::IterationStart;
 use super::{Solution, SolveSettings, StopReason, begin_solve, settle};
 use crate::error::Result;
@@ -57,6 +57,10 @@ pub(super) struct Linearized<'a> {
     pub reach: f64,
     /// The last three unknowns are the root's translation (rig units; the others are radians).
     pub translates_root: bool,
+    /// Per goal: whether its target lies beyond its chain's reach (empty: none is).
+    pub beyond: &'a [bool],
+    /// Per goal: its first residual row.
+    pub goal_rows: &'a [usize],
     /// The problem (its goals give the rows' blocks).
     pub problem: &'a Problem,
 }
@@ -95,6 +99,12 @@ impl Linearized<'_> {
         // NumPy's `pinv` decide it).
         let cutoff = largest * self.m.max(self.n) as f64 * f64::EPSILON;
         Svd { u, v_t, sigma, cutoff }
+    }
+
+    /// [`out_of_reach_curvature`] of the residual rows `rows` (`e`, or `e` clamped): 0 when every
+    /// target is within its chain's reach.
+    pub fn out_of_reach(&self, rows: &[f64]) -> f64 {
+        out_of_reach_curvature(self.problem, self.beyond, self.goal_rows, rows)
     }
 
     /// How far unknown `j` of a step `dtheta` turns, in radians: its value, or for a root
@@ -141,6 +151,10 @@ pub(super) trait Rule: Default + Clone + std::fmt::Debug + Send {
     /// Fills `y` (`m` entries) so that this iteration's step is `Δθ = Jᵀ y`. False when the
     /// method has no step to take (`J` or `e` zero, say).
     fn step(&mut self, lin: &Linearized<'_>, y: &mut Vec<f64>) -> bool;
+
+    /// Called before a solve's first iteration (a rule that carries state between iterations
+    /// resets it here).
+    fn begin(&mut self) {}
 }
 
 /// A solver of the family: its rule, settings and scratch space (reused between solves).
@@ -171,12 +185,14 @@ impl<R: Rule> Explicit<R> {
         let m = self.steps.start_explicit(problem, &mut pose);
         let reach = problem.topology().chain_reach.iter().copied().fold(0.0, f64::max);
         let mut iterations = 0;
+        self.rule.begin();
         let stop = loop {
             let n = match next_jacobian(&mut self.steps, problem, &settings, iterations, m, &mut self.jac) {
                 Ok(n) => n,
                 Err(stop) => break stop,
             };
             iterations += 1;
+            self.steps.mark_beyond_reach(problem);
             let lin = Linearized {
                 m,
                 n,
@@ -184,6 +200,8 @@ impl<R: Rule> Explicit<R> {
                 e: self.steps.residual_rows(),
                 reach,
                 translates_root: self.steps.translates_root(),
+                beyond: self.steps.beyond_reach(),
+                goal_rows: self.steps.goal_rows(),
                 problem,
             };
             self.y.resize(m, 0.0);

@@ -16,7 +16,10 @@
 //! in trees, where Blender drops them). A step solves
 //! `Δθ = Jᵀ (J Jᵀ + λ² I)⁻¹ r` (the Gram matrix is small: three rows per goal), and λ adapts as
 //! Levenberg–Marquardt's: halved after a step that lowers `|r|²`, multiplied by four (and the
-//! step retried) after one that does not.
+//! step retried) after one that does not. The [`super::Dls`] solver alone
+//! ([`DlsSteps::set_out_of_reach_damping`]) also keeps λ² above a floor proportional to the
+//! residual of goals whose targets lie beyond their chains' reach ([`out_of_reach_curvature`]),
+//! so that it settles on them without zigzagging; FABRIK's finish keeps the plain rule.
 //!
 //! `J` is never formed. A goal's rows move only with the bones on its path, and a bone's three
 //! unknowns act on them as one cross product: turning about world axis `a` moves an effector at
@@ -53,6 +56,18 @@ const DAMPING_MIN: f64 = 1e-9;
 const DAMPING_PROJECTION: f64 = 1e-12;
 /// Relative damping past which no step lowers the error: a local minimum.
 const DAMPING_MAX: f64 = 1e6;
+/// With [`DlsSteps::set_out_of_reach_damping`]: λ² never falls below this times
+/// [`out_of_reach_curvature`], `√Σ (|r_g| · reach_g)²` over the goals whose targets lie beyond
+/// their chains' reach. 0.5 measured: the least of 0.25, 0.35, 0.4, 0.5 and 1 that
+/// left no zigzag on the settling cases of `tests/jacobian_methods.rs` and
+/// `examples/compare_methods.rs` (0.35 and 0.4 still zigzagged toward a target straight below the
+/// report's chain).
+const OUT_OF_REACH_DAMPING: f64 = 0.5;
+/// While that floor is in force, a kept step that lowered `|r|²` by less than this fraction of
+/// what the linear model predicted doubles λ² (Moré's trust-region rule, ρ < 1/4): with the floor
+/// alone, a bend of the straightened chain could flip sign at every step and shrink by 0.1% a step
+/// (a target of the report's unreachable set took 5611 iterations).
+const POOR_RATIO: f64 = 0.25;
 /// The clamp moved a bone by more than this (radians): its direction is blocked.
 const CLAMPED: f64 = 1e-9;
 /// While [`DlsSteps::refine_toward`] moves toward the reference it counts the goals as met within
@@ -223,6 +238,10 @@ pub(crate) struct DlsSteps {
     settled: f64,
     /// Whether stretchy bones keep their lengths ([`DlsSteps::set_rigid`]).
     rigid: bool,
+    /// Whether λ² has a floor for goals out of reach ([`DlsSteps::set_out_of_reach_damping`]).
+    out_of_reach_damping: bool,
+    /// Per goal: whether its target lies beyond its chain's reach ([`DlsSteps::mark_beyond_reach`]).
+    beyond: Vec<bool>,
 }
 
 /// What a damped-least-squares run did.
@@ -240,6 +259,14 @@ impl DlsSteps {
     /// unknowns): FABRIK's own passes use them so, and stretch only in their finish.
     pub(crate) fn set_rigid(&mut self, rigid: bool) {
         self.rigid = rigid;
+    }
+
+    /// With `on`, the steps toward goals whose targets lie beyond their chains' reach are damped
+    /// by at least [`OUT_OF_REACH_DAMPING`] times [`out_of_reach_curvature`], so that the chains
+    /// settle on them without zigzagging (the `dls` solver; FABRIK's finish keeps the plain
+    /// Levenberg–Marquardt λ).
+    pub(crate) fn set_out_of_reach_damping(&mut self, on: bool) {
+        self.out_of_reach_damping = on;
     }
 
     /// Refines `pose` (inside every limit; locked bones keep their rotations in it) toward the
@@ -408,8 +435,17 @@ impl DlsSteps {
             if scale <= 0.0 {
                 break;
             }
+            // Out of reach, λ² has a floor ([`out_of_reach_curvature`]); not while pulling toward
+            // the reference, which wants the system barely damped.
+            let floor = if self.out_of_reach_damping && !(relaxing && error <= band) {
+                self.mark_beyond_reach(problem);
+                OUT_OF_REACH_DAMPING * out_of_reach_curvature(problem, &self.beyond, &self.goal_rows, &self.residual)
+            } else {
+                0.0
+            };
+            let lambda2 = if floor > damping * scale { floor } else { damping * scale };
             for i in 0..m {
-                self.gram.add(i, i, damping * scale);
+                self.gram.add(i, i, lambda2);
             }
             self.rhs.copy_from_slice(&self.residual);
             pulled += u32::from(pulling);
@@ -451,14 +487,22 @@ impl DlsSteps {
             trial.root_translation = pose.root_translation;
             trial.scales.clone_from(&pose.scales);
             let mut largest_turn = self.apply_step(problem, pose, &mut trial, pull_now, false);
+            let mut shortened = 1.0;
             if largest_turn > MAX_TURN {
                 // A long step leaves the linearisation far behind and wanders from the least
                 // motion's path: shortened to [`MAX_TURN`] (as Blender's IK clamps its steps).
                 let k = MAX_TURN / largest_turn;
+                shortened = k;
                 self.rhs.iter_mut().for_each(|y| *y *= k);
                 largest_turn = self.apply_step(problem, pose, &mut trial, pull_now * k, false);
             }
             let mut trial_error = evaluate(problem, &self.tree_poles, &trial, &mut self.trial_frames, &mut self.trial_residual);
+            // Out of reach: whether the step lowered `|r|²` by much less than the linear model
+            // predicted (`r − J Δθ = (1 − k) r + λ² y` for the step `k y` solved with λ²).
+            let poor = floor > 0.0 && {
+                let left: f64 = (0..m).map(|i| ((1.0 - shortened) * self.residual[i] + lambda2 * self.rhs[i]).powi(2)).sum();
+                error - trial_error < POOR_RATIO * (error - left)
+            };
             if pulling {
                 // Second-order correction: the step toward the reference leaves the goals by its
                 // square; one chord step (the same factor, the residual where the step landed)
@@ -520,7 +564,13 @@ impl DlsSteps {
                 let stalled = !(relaxing && trial_error <= band) && gain < 1e-9;
                 error = trial_error;
                 distance = trial_distance;
-                damping = (damping * 0.5).max(if pulling { DAMPING_PROJECTION } else { DAMPING_MIN });
+                damping = if poor {
+                    // Out of reach, a step that fell far short of its prediction: the model's
+                    // curvature is too low there (the step overshot); damp twice as hard.
+                    2.0 * lambda2 / scale
+                } else {
+                    (damping * 0.5).max(if pulling { DAMPING_PROJECTION } else { DAMPING_MIN })
+                };
                 if pulling {
                     // Back up to the full pull after a rejection shortened it (the momentum
                     // takes up the goals' curvature, which the identity metric leaves out).
@@ -540,7 +590,8 @@ impl DlsSteps {
                     pull *= 0.25;
                     continue;
                 }
-                damping *= 4.0;
+                // (With the out-of-reach floor in force, four times the λ² the step had.)
+                damping = if lambda2 > damping * scale { 4.0 * lambda2 / scale } else { damping * 4.0 };
                 if damping > DAMPING_MAX {
                     break;
                 }
@@ -577,6 +628,30 @@ impl DlsSteps {
         std::mem::swap(&mut self.frames, &mut self.spare_frames);
         std::mem::swap(&mut self.residual, &mut self.spare_residual);
         error
+    }
+
+    /// Marks, per goal, whether its target lies beyond its chain's reach from the chain's top
+    /// bone's head at the current pose (the report's test of a reachable target, TR-632 Alg. 1
+    /// line 1.3): [`DlsSteps::beyond_reach`]. None is when the root translates, nor a chain with
+    /// a bone whose length is an unknown: those reach farther.
+    pub(super) fn mark_beyond_reach(&mut self, problem: &Problem) {
+        let topo = problem.topology();
+        let free = self.translates_root();
+        let stretches = |gi: usize| !self.rigid && topo.moved[gi].iter().any(|b| topo.stretchy.binary_search(b).is_ok());
+        self.beyond.clear();
+        self.beyond.extend(problem.goals().iter().enumerate().map(|(gi, g)| {
+            !free && !stretches(gi) && topo.moved[gi].last().is_some_and(|&top| (g.target - self.frames.heads[top]).length() > topo.chain_reach[gi])
+        }));
+    }
+
+    /// Per goal, whether its target was beyond its chain's reach ([`DlsSteps::mark_beyond_reach`]).
+    pub(super) fn beyond_reach(&self) -> &[bool] {
+        &self.beyond
+    }
+
+    /// Per goal, its first residual row (its position rows, then its orientation's).
+    pub(super) fn goal_rows(&self) -> &[usize] {
+        &self.goal_rows
     }
 
     /// The squared distance of `pose` from the reference that [`DlsSteps::refine_toward`]
@@ -1272,6 +1347,36 @@ impl DlsSteps {
     pub(super) fn reached(&self, problem: &Problem, tolerance: f64) -> bool {
         self.all_reached(problem, tolerance)
     }
+}
+
+/// `√Σ_g (|r_g| · reach_g)²` over the goals `beyond` marks (their targets beyond their chains'
+/// reach), `r_g` a goal's three position rows of `rows` (from `goal_rows`): the size of the
+/// curvature Gauss–Newton's model lacks toward them, which the damped methods' λ² stands in for
+/// out of reach (times a factor each method measured: [`OUT_OF_REACH_DAMPING`] for `dls`).
+///
+/// Why: the model `|r − J Δθ|²` of `|r|²` leaves out `S = Σᵢ rᵢ ∇²rᵢ`, which vanishes where the
+/// goals are met but not at the least-squares pose out of reach. There the steps lack that
+/// curvature and overshoot: a bone at lever `d` from the effector adds `|r_g| · d` to it along
+/// its sideways turn, so up to `|r_g| · reach_g` on a straightened chain. With
+/// Levenberg–Marquardt's shrinking λ the chain then swings from side to side while it settles
+/// (12–45 zigzags over the last half of `dls`'s iterations on the report's chain); with SDLS's
+/// undamped response and its clamps a tree falls into a two-step cycle. A λ² of that size stands
+/// in for `S` (Levenberg–Marquardt with λ² proportional to the residual, as Fan & Yuan 2005
+/// choose it, here in units of the reach; and the thesis' λ = |e| + reach / 100, §4.1.3, whose
+/// |e| term is there for the same reason). Only goals out of reach count, where the residual
+/// stays: toward reachable targets nothing changes.
+pub(super) fn out_of_reach_curvature(problem: &Problem, beyond: &[bool], goal_rows: &[usize], rows: &[f64]) -> f64 {
+    let topo = problem.topology();
+    beyond
+        .iter()
+        .enumerate()
+        .filter(|&(_, &b)| b)
+        .map(|(gi, _)| {
+            let row = goal_rows[gi];
+            (DVec3::new(rows[row], rows[row + 1], rows[row + 2]).length() * topo.chain_reach[gi]).powi(2)
+        })
+        .sum::<f64>()
+        .sqrt()
 }
 
 /// One Gauss–Newton step (the Jacobian pseudo-inverse, Nilsson §2.4.2) of a free serial chain of

@@ -195,7 +195,17 @@ impl PositionSolver for Nlp {
                 Err(stop) => break stop,
             };
             iterations += 1;
-            let lin = Linearized { m, n, jac: &self.jac, e: self.steps.residual_rows(), reach, translates_root: self.steps.translates_root(), problem };
+            let lin = Linearized {
+                m,
+                n,
+                jac: &self.jac,
+                e: self.steps.residual_rows(),
+                reach,
+                translates_root: self.steps.translates_root(),
+                beyond: &[],
+                goal_rows: &[],
+                problem,
+            };
             lin.transpose_times(lin.e, &mut self.gradient);
             self.gradient.iter_mut().for_each(|g| *g *= -2.0);
             if std::mem::take(&mut self.pending) && self.pending_step.len() == n {
