@@ -100,11 +100,11 @@ def test_ik_stiffness_x_turns_the_bone_less_about_x():
     free, stiff = turns["sinew", 0.0], turns["sinew", 0.9]
     assert abs(free.x) > 0.05, tuple(free)
     assert abs(stiff.x) < 0.1 * abs(free.x) and abs(stiff.z) > abs(free.z), (tuple(stiff), tuple(free))
-    # No twist to make up for it beyond what the nearest pose itself has: in Sinew's metric (X
+    # No twist to make up for it beyond the little the nearest pose itself has: in Sinew's metric (X
     # counts 100x at stiffness 0.9) the pose nearest the reference twists b00 by about 0.005 rad
     # (measured: objective 1.29167 with that twist, against 1.29174 for the answer the steps gave
     # before limits were held as an active set, which stopped at 0.0003 rad short of it).
-    assert abs(stiff.y) < 0.05 * abs(stiff.z), (tuple(stiff), tuple(free))
+    assert abs(stiff.y) < 0.01, (tuple(stiff), tuple(free))
     # Blender's own IK: the stiffness changes the pose (see the docstring for how).
     assert (turns["blender", 0.9] - turns["blender", 0.0]).length > 0.05
 

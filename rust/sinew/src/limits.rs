@@ -377,7 +377,9 @@ pub(crate) struct StepAxes {
 }
 
 impl Freedom {
-    /// How many rotational unknowns the joint has: 0, 3, 2 or 1.
+    /// How many rotational unknowns the joint has: 0, 3, 2 or 1 (a swing-only bone's steps use
+    /// three near a half-turn swing, where its twist is undefined, and one while a bound blocks it:
+    /// `Freedom::step_axes`).
     #[must_use]
     pub const fn count(self) -> usize {
         match self {

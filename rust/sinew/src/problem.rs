@@ -416,7 +416,7 @@ impl Problem {
 
     /// Whether every goal is a position goal ([`GoalKind::Position`]), as every method's own
     /// iterations take them; [`crate::solver::Solver::solve`] meets the other kinds through
-    /// [`Problem::as_position_goals`].
+    /// `Problem::as_position_goals`.
     #[must_use]
     pub fn has_only_position_goals(&self) -> bool {
         self.goals.iter().all(|g| g.kind == GoalKind::Position)

@@ -16,8 +16,8 @@
 //! in trees, where Blender drops them). A step solves
 //! `Δθ = Jᵀ (J Jᵀ + λ² I)⁻¹ r` (the Gram matrix is small: three rows per goal), and λ adapts as
 //! Levenberg–Marquardt's: halved after a step that lowers `|r|²`, multiplied by four (and the
-//! step retried) after one that does not. The [`super::Dls`] solver alone
-//! ([`DlsSteps::set_out_of_reach_damping`]) also keeps λ² above a floor proportional to the
+//! step retried) after one that does not. The [`super::Dls`] solver
+//! ([`DlsSteps::set_out_of_reach_damping`]; FABRIK's finish does not) also keeps λ² above a floor proportional to the
 //! residual of goals whose targets lie beyond their chains' reach ([`out_of_reach_curvature`]),
 //! so that it settles on them without zigzagging; FABRIK's finish keeps the plain rule.
 //!
@@ -219,6 +219,9 @@ pub(crate) struct DlsSteps {
     corrected: Pose,
     /// The last kept pull's direction (momentum), per joint as `toward`.
     momentum: Vec<(DVec3, [f64; 3])>,
+    /// Per joint, how many axes it had when `momentum` was kept (its coordinates mean nothing
+    /// on a different set of axes).
+    momentum_axes: Vec<usize>,
     /// Per joint, at the current pose: the component of its turn toward the reference along its
     /// bone's blocked direction, before the projection takes it out (0 where nothing is blocked):
     /// with the goals' part of a step, the sign of the bound's multiplier.
@@ -421,8 +424,12 @@ impl DlsSteps {
                 // would hold a bone off its bound, where no limit holds it.
                 for (b, v) in self.blocked.iter_mut().enumerate() {
                     if v.is_some() {
-                        let state = problem.rig().bone(b).limit.state(pose.rotations[b], AT_BOUND);
-                        if !state.swing_at_bound && !state.twist_at_bound {
+                        let limit = &problem.rig().bone(b).limit;
+                        let state = limit.state(pose.rotations[b], AT_BOUND);
+                        // (A bone whose twist is locked always reads as at its twist bound; only
+                        // its swing can hold it.)
+                        let twist_holds = state.twist_at_bound && !limit.freedom().holds_twist();
+                        if !state.swing_at_bound && !twist_holds {
                             *v = None;
                         }
                     }
@@ -433,6 +440,12 @@ impl DlsSteps {
             self.gram_into();
             let scale = (0..m).map(|i| self.gram.get(i, i)).fold(0.0, f64::max);
             if scale <= 0.0 {
+                if pulling {
+                    // Every joint is held at a bound (hinges at theirs have no axis while the
+                    // steps pull): nothing is left to pull; plain steps finish the goals.
+                    relaxing = false;
+                    continue;
+                }
                 break;
             }
             // Out of reach, λ² has a floor ([`out_of_reach_curvature`]); not while pulling toward
@@ -459,7 +472,13 @@ impl DlsSteps {
             if pulling {
                 self.turns_toward_reference(problem, pose);
                 if have_momentum && self.momentum.len() == self.toward.len() {
-                    for ((t, m), joint) in self.toward.iter_mut().zip(&self.momentum).zip(&self.joints) {
+                    for (((t, m), joint), &axes_then) in self.toward.iter_mut().zip(&self.momentum).zip(&self.joints).zip(&self.momentum_axes) {
+                        if joint.count != axes_then {
+                            // Blocked or released since (a swing-only bone's two axes became the
+                            // one its bound leaves, or back): its old coordinates would push
+                            // along other axes; it keeps no momentum.
+                            continue;
+                        }
                         // On the joint's axes now (its coordinates on them): a bone blocked since
                         // pushes no more into its bound, and a hinge turns about its axis only.
                         let turn = if joint.world_axes || joint.bone.is_none() || joint.stretch.is_some() {
@@ -494,6 +513,10 @@ impl DlsSteps {
                 let k = MAX_TURN / largest_turn;
                 shortened = k;
                 self.rhs.iter_mut().for_each(|y| *y *= k);
+                if pulling {
+                    // The long step's clamps and releases do not hold the shorter one.
+                    self.blocked.clone_from(&self.was_blocked);
+                }
                 largest_turn = self.apply_step(problem, pose, &mut trial, pull_now * k, false);
             }
             let mut trial_error = evaluate(problem, &self.tree_poles, &trial, &mut self.trial_frames, &mut self.trial_residual);
@@ -546,6 +569,8 @@ impl DlsSteps {
             if better && pulling {
                 last_turn = largest_turn;
                 self.momentum.clone_from(&self.toward);
+                self.momentum_axes.clear();
+                self.momentum_axes.extend(self.joints.iter().map(|j| j.count));
                 have_momentum = true;
             } else if pulling {
                 have_momentum = false;
@@ -556,6 +581,9 @@ impl DlsSteps {
                 relaxing = false;
                 if better {
                     error = trial_error;
+                } else {
+                    // (The bounds the rejected step met do not hold `pose`.)
+                    self.blocked.clone_from(&self.was_blocked);
                 }
                 continue;
             }

@@ -19,8 +19,12 @@
 //! shrinks by about `1 − σ_min²/σ_max²` a step; the lagged α breaks that pattern. On the report's 1000 reachable targets (tolerance
 //! 1e-3 mm on the 9 m chain) the mean went from 979 to 366 iterations, and those reached within
 //! 2000 from 888 to 958 (951 to 979 within 10 000); on the thesis' tree from 8 of 160 solves
-//! reached within the 1000 cap to all 160. The steps are no longer monotone in the error (a lagged
-//! α can be long for the current `J`); out of reach the transpose still zigzags, with or without.
+//! reached within the 1000 cap to all 160. The costs: the steps are no longer monotone in the
+//! error (a lagged α can be long for the current `J`), and out of reach, where the transpose
+//! zigzags with either α, the lagged one swings much wider (toward (0, 0, −15 000) mm the 9 m
+//! chain's effector moves up to 7.5 m a step over the window where it moved 0.16 m, before it
+//! stops at 4166 iterations); on the unconstrained chain's in-limit targets (Table 4.5's set-up)
+//! the mean went from 92.6 to 163 iterations (99.4% within 2000). docs/benchmarks.md §7 has both.
 //!
 //! Goals, limits, poles and the reference pose as the rest of the family (`explicit.rs`).
 

@@ -7,7 +7,7 @@
 //! written ([`FabrikClassic`]), CCD ([`Ccd`]) and triangulation ([`Triangulation`]) are there to
 //! compare with; [`Nlp`] is Jack's nonlinear programming. All behind the same [`Solver`] trait,
 //! on the same [`Problem`] and [`Solution`]; every method takes every goal kind
-//! ([`crate::GoalKind`]) through [`solve_goal_kinds`]. Shared machinery: `jacobian` (the joint-space steps,
+//! ([`crate::GoalKind`]) through rounds of position goals (`solve_goal_kinds`). Shared machinery: `jacobian` (the joint-space steps,
 //! their unknowns, residual rows and clamping, which every Jacobian method uses), `gram` (their
 //! damped system, block by block), `explicit` (the loop of the methods that form `J` and factor
 //! it), `reference` (the reference pose and the pole turn) and `prepare` (where the paper methods
