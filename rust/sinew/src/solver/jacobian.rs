@@ -1377,8 +1377,9 @@ impl DlsSteps {
     }
 }
 
-/// `√Σ_g (|r_g| · reach_g)²` over the goals `beyond` marks (their targets beyond their chains'
-/// reach), `r_g` a goal's three position rows of `rows` (from `goal_rows`): the size of the
+/// `√Σ_g (√w_g · |r_g| · reach_g)²` over the goals `beyond` marks (their targets beyond their
+/// chains' reach), `r_g` a goal's three position rows of `rows` (from `goal_rows`; they carry
+/// `√w_g` already, and the curvature, like `J Jᵀ`, scales with the weight `w_g`): the size of the
 /// curvature Gauss–Newton's model lacks toward them, which the damped methods' λ² stands in for
 /// out of reach (times a factor each method measured: [`OUT_OF_REACH_DAMPING`] for `dls`).
 ///
@@ -1401,7 +1402,8 @@ pub(super) fn out_of_reach_curvature(problem: &Problem, beyond: &[bool], goal_ro
         .filter(|&(_, &b)| b)
         .map(|(gi, _)| {
             let row = goal_rows[gi];
-            (DVec3::new(rows[row], rows[row + 1], rows[row + 2]).length() * topo.chain_reach[gi]).powi(2)
+            let weight = problem.goals()[gi].weight;
+            (DVec3::new(rows[row], rows[row + 1], rows[row + 2]).length() * weight.sqrt() * topo.chain_reach[gi]).powi(2)
         })
         .sum::<f64>()
         .sqrt()
