@@ -565,3 +565,32 @@ fn a_lone_chains_pole_turns_it_first() {
         }
     }
 }
+
+/// A lone goal's weight scales every row of `dls`'s system alike: `J Jᵀ` and the residual's size
+/// by `w`, and the out-of-reach floor (`jacobian::out_of_reach_curvature`, the curvature the
+/// model leaves out, which grows with `w` as `J Jᵀ` does) too, so the steps, and the pose they
+/// settle at, do not depend on it. Out of reach of the report's chain, weight 4 settles in as
+/// many iterations as weight 1, at the same pose.
+#[test]
+fn a_lone_goals_weight_does_not_change_dls_out_of_reach() {
+    let lp = load("paper_chain10.json");
+    let rig = lp.problem.rig().clone();
+    let start = Pose {
+        rotations: (0..rig.len()).map(|i| from_rotation_vector(DVec3::new(0.15, 0.05 * i as f64, -0.1))).collect(),
+        root_translation: DVec3::ZERO,
+        scales: Vec::new(),
+    };
+    let settings = SolveSettings { max_iterations: 5000, tolerance: 1e-6, stall_tolerance: 1e-3 };
+    for target in [DVec3::new(12000.0, 0.0, 3000.0), DVec3::new(6000.0, 6000.0, 6000.0)] {
+        let solve = |weight: f64| {
+            let goals: Vec<Goal> = lp.problem.goals().iter().map(|g| g.clone().with_weight(weight)).collect();
+            let mut problem = Problem::new(rig.clone(), goals, lp.problem.root()).unwrap();
+            problem.set_target(0, target).unwrap();
+            Method::Dls.solver(settings).unwrap().solve(&problem, &start).unwrap()
+        };
+        let (one, four) = (solve(1.0), solve(4.0));
+        assert_eq!(one.stop, StopReason::Stalled, "toward {target}: {one:?}");
+        assert_eq!(one.iterations, four.iterations, "toward {target}");
+        assert!(one.pose.max_angle_to(&four.pose) < 1e-9, "toward {target}: {} rad apart", one.pose.max_angle_to(&four.pose));
+    }
+}
