@@ -186,6 +186,11 @@ fn chain_tracks() -> Vec<Vec<DVec3>> {
 
 /// A tracking run on `file` with per-frame targets `tracks` (one per goal).
 fn tracking_targets(file: &str, method: Method, tracks: &[Vec<DVec3>]) -> Tracking {
+    tracking_run(file, method, tracks, false)
+}
+
+/// [`tracking_targets`], with the rest pose as every frame's reference when `rest_reference`.
+fn tracking_run(file: &str, method: Method, tracks: &[Vec<DVec3>], rest_reference: bool) -> Tracking {
     let lp = load(file);
     let mut solver = method.solver(lp.settings).unwrap();
     let mut pose = lp.pose.clone();
@@ -195,6 +200,9 @@ fn tracking_targets(file: &str, method: Method, tracks: &[Vec<DVec3>]) -> Tracki
         let mut p = lp.problem.clone();
         for (gi, t) in targets.iter().enumerate() {
             p.set_target(gi, *t).unwrap();
+        }
+        if rest_reference {
+            p.set_reference(Some(&Pose::rest(p.rig().len()))).unwrap();
         }
         let sol = solver.solve(&p, &pose).unwrap();
         frames.push((p, pose));
@@ -389,6 +397,35 @@ fn benches(c: &mut Criterion) {
     for file in ["paper_chain10.json", "paper_chain10_constrained.json"] {
         let name = format!("{}/tracking", file.trim_start_matches("paper_").trim_end_matches(".json"));
         writeln!(stats, "{}", tracking_lines(&name, &tracking_targets(file, Method::Fabrik, &tracks))).unwrap();
+    }
+
+    // What the reference pose costs: the same tracking runs with the rest pose as every frame's
+    // reference (warm-started as above), and how far each warm answer lies from the cold solve
+    // of the same frame from the reference (every 20th frame).
+    writeln!(stats, "tracking with the rest pose as the reference (docs/benchmarks.md section 3):").unwrap();
+    let humanoid_tracks = common::humanoid_tracks(FRAMES, 60.0, 7);
+    for (file, tracks) in [
+        ("paper_humanoid13.json", &humanoid_tracks),
+        ("paper_humanoid13_constrained.json", &humanoid_tracks),
+        ("paper_chain10.json", &tracks),
+        ("paper_chain10_constrained.json", &tracks),
+    ] {
+        for method in [Method::Fabrik, Method::Dls] {
+            let run = tracking_run(file, method, tracks, true);
+            let mut cold = method.solver(run.settings).unwrap();
+            let warm_vs_cold = run
+                .frames
+                .iter()
+                .zip(&run.solutions)
+                .step_by(20)
+                .map(|((p, _), warm)| {
+                    let c = cold.solve(p, p.reference().unwrap()).unwrap();
+                    warm.pose.max_angle_to(&c.pose)
+                })
+                .fold(0.0, f64::max);
+            let name = format!("{}: {}/tracking, reference = rest", method.name(), file.trim_start_matches("paper_").trim_end_matches(".json"));
+            writeln!(stats, "{}\n{:<36} warm answers within {warm_vs_cold:.2e} rad of the cold solves (every 20th frame)", tracking_lines(&name, &run), "").unwrap();
+        }
     }
 
     // §4.3.2 reconstruction: motion inside the constrained humanoid's limits, targets from FK of
