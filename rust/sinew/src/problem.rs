@@ -456,6 +456,13 @@ impl Problem {
         self.topology.chain_reach[gi].max(self.rig.bone(self.goals[gi].bone).length).max(f64::MIN_POSITIVE)
     }
 
+    /// How far goal `gi`'s target lies beyond its chain's reach from `top_head`, the head of the
+    /// chain's top bone where the pose puts it (negative: within reach). The report's test of a
+    /// reachable target (TR-632 Alg. 1, line 1.3), with the reach [`Topology::chain_reach`] gives.
+    pub(crate) fn beyond_reach_by(&self, gi: usize, top_head: DVec3) -> f64 {
+        (self.goals[gi].target - top_head).length() - self.topology.chain_reach[gi]
+    }
+
     /// The rig.
     #[must_use]
     pub fn rig(&self) -> &Rig {

@@ -667,8 +667,8 @@ impl DlsSteps {
         let free = self.translates_root();
         let stretches = |gi: usize| !self.rigid && topo.moved[gi].iter().any(|b| topo.stretchy.binary_search(b).is_ok());
         self.beyond.clear();
-        self.beyond.extend(problem.goals().iter().enumerate().map(|(gi, g)| {
-            !free && !stretches(gi) && topo.moved[gi].last().is_some_and(|&top| (g.target - self.frames.heads[top]).length() > topo.chain_reach[gi])
+        self.beyond.extend((0..problem.goals().len()).map(|gi| {
+            !free && !stretches(gi) && topo.moved[gi].last().is_some_and(|&top| problem.beyond_reach_by(gi, self.frames.heads[top]) > 0.0)
         }));
     }
 

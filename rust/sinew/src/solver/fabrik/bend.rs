@@ -93,7 +93,7 @@ impl Fabrik {
             let goal = &problem.goals()[g];
             let Some(&top) = topo.moved[g].last() else { return false };
             let unmet = (self.frames.effector(goal.bone, goal.use_tail) - goal.target).length_squared() > tolerance * tolerance;
-            unmet && (goal.target - self.frames.heads[top]).length() < topo.chain_reach[g]
+            unmet && problem.beyond_reach_by(g, self.frames.heads[top]) < 0.0
         };
         match self.plan.lone_goal[b] {
             Some((g, _)) => unmet_within_reach(g),

@@ -181,7 +181,7 @@ impl FabrikClassic {
         let Some(chain) = plan.serial_chain.as_ref().filter(|c| !c.limited) else { return false };
         let g = &problem.goals()[0];
         let Some(&top) = chain.bones.first() else { return false };
-        if g.orientation.is_some() || (g.target - self.frames.heads[top]).length() <= problem.topology().chain_reach[0] {
+        if g.orientation.is_some() || problem.beyond_reach_by(0, self.frames.heads[top]) <= 0.0 {
             return false;
         }
         let rig = problem.rig();
