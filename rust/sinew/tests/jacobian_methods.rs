@@ -583,7 +583,7 @@ fn a_lone_goals_weight_does_not_change_dls_out_of_reach() {
     let settings = SolveSettings { max_iterations: 5000, tolerance: 1e-6, stall_tolerance: 1e-3 };
     for target in [DVec3::new(12000.0, 0.0, 3000.0), DVec3::new(6000.0, 6000.0, 6000.0)] {
         let solve = |weight: f64| {
-            let goals: Vec<Goal> = lp.problem.goals().iter().map(|g| g.clone().with_weight(weight)).collect();
+            let goals: Vec<Goal> = lp.problem.goals().iter().map(|g| g.with_weight(weight)).collect();
             let mut problem = Problem::new(rig.clone(), goals, lp.problem.root()).unwrap();
             problem.set_target(0, target).unwrap();
             Method::Dls.solver(settings).unwrap().solve(&problem, &start).unwrap()
