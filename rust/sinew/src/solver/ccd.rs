@@ -90,7 +90,7 @@ impl PositionSolver for Ccd {
     }
 
     /// # Errors
-    /// As [`Solver::solve`], and [`crate::Error::Unsupported`] for a pole on a chain another goal
+    /// As [`crate::Solver::solve`], and [`crate::Error::Unsupported`] for a pole on a chain another goal
     /// also moves, or a bone that may stretch carrying a goal (`solver/prepare.rs`).
     fn solve_positions(&mut self, problem: &Problem, start: &Pose) -> Result<Solution> {
         let settings = begin_solve(&self.settings, problem, start, &mut self.start_locals)?;

@@ -93,7 +93,7 @@ impl PositionSolver for Triangulation {
     }
 
     /// # Errors
-    /// As [`Solver::solve`], and [`Error::Unsupported`] for what the type's docs list.
+    /// As [`crate::Solver::solve`], and [`Error::Unsupported`] for what the type's docs list.
     fn solve_positions(&mut self, problem: &Problem, start: &Pose) -> Result<Solution> {
         let settings = begin_solve(&self.settings, problem, start, &mut self.start_locals)?;
         self.check_supported(problem)?;

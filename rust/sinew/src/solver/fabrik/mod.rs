@@ -366,7 +366,7 @@ impl Fabrik {
     /// With `guarded`, a round that does not reach every goal and does not bring the goals
     /// closer than its start did by [`IMPROVE`] returns its start (when that is within the
     /// limits), stalled; the flag says so. So no solve ends farther from its goals than it
-    /// started; and since [`Solver::solve`] solves a stalled result again until a round keeps its
+    /// started; and since [`crate::Solver::solve`] solves a stalled result again until a round keeps its
     /// start, solving again from a stalled solution repeats that last round and returns the
     /// solution: a fixed point (a round is a function of its start alone).
     fn round(&mut self, problem: &Problem, settings: &SolveSettings, mut pose: Pose, guarded: bool) -> (Solution, bool) {
