@@ -590,12 +590,16 @@ impl DlsSteps {
                 std::mem::swap(pose, &mut trial);
                 std::mem::swap(&mut self.frames, &mut self.trial_frames);
                 std::mem::swap(&mut self.residual, &mut self.trial_residual);
-                if pulling && met_level(self) >= met.max(1) {
-                    // (Each kept pull is nearer the reference than the last.)
-                    self.met.rotations.clone_from(&pose.rotations);
-                    self.met.root_translation = pose.root_translation;
-                    self.met.scales.clone_from(&pose.scales);
-                    met = met_level(self);
+                if pulling {
+                    // (The latest such pose: kept pulls come nearer the reference, but for those
+                    // kept for closing most of the goals' gap.)
+                    let level = met_level(self);
+                    if level >= met.max(1) {
+                        self.met.rotations.clone_from(&pose.rotations);
+                        self.met.root_translation = pose.root_translation;
+                        self.met.scales.clone_from(&pose.scales);
+                        met = level;
+                    }
                 }
             }
             self.trial = trial;
@@ -672,9 +676,8 @@ impl DlsSteps {
         if met > 0 && met_level(self) < met {
             // The pull passed poses that met every goal (or met them closer), but where it ended
             // the plain steps could not finish them as well (the budget ran out, or limits hold
-            // the bones they need): the last of those poses, the nearest the reference of them,
-            // rather than a failure that leaves the solve to FABRIK's reaching and an answer far
-            // from the reference.
+            // the bones they need): the last of those poses, rather than a failure that leaves the
+            // solve to FABRIK's reaching and an answer far from the reference.
             pose.rotations.clone_from(&self.met.rotations);
             pose.root_translation = self.met.root_translation;
             pose.scales.clone_from(&self.met.scales);
