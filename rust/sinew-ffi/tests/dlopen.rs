@@ -748,12 +748,9 @@ fn references_match_the_core(api: &Api) {
     assert_same(&ores, &core.orientation_residuals, "orientation residuals");
     let frames = lp.problem.rig().forward(&core.pose);
     for (gi, goal) in lp.problem.goals().iter().enumerate() {
-        // (The angle from the half-angle's sine and cosine: `angle_between`'s arccosine of the
-        // dot product is off by ~1e-9 rad at the 1e-6 rad a finished solve leaves.)
-        let want = goal.orientation.map_or(0.0, |q| {
-            let d = frames.rotations[goal.bone].conjugate() * q;
-            2.0 * d.xyz().length().atan2(d.w.abs())
-        });
+        // (The core's `angle_between`, by atan2: glam's arccosine of the dot product is off by
+        // ~1e-9 rad at the 1e-6 rad a finished solve leaves.)
+        let want = goal.orientation.map_or(0.0, |q| sinew_core::geometry::angle_between(frames.rotations[goal.bone], q));
         assert!((ores[gi] - want).abs() < 1e-9, "goal {gi}: {} vs {want}", ores[gi]);
     }
     // Read back: normalised, with the translation.
