@@ -94,6 +94,24 @@ impl ConeLimit {
         (semi(if x >= 0.0 { self.x_pos } else { self.x_neg }), semi(if z >= 0.0 { self.z_pos } else { self.z_neg }))
     }
 
+    /// [`Self::blender_axes`] without trigonometry, each semi-axis at most the exact one
+    /// (`sin h ≥ h − h³ / 6` for `h ≥ 0`; for the half-angles here, `h ≤ π / 2`, it is positive
+    /// and within 8% of it, within 0.2% up to `h = 0.5`): for the tests that need only be sure a
+    /// swing is inside. Those run for every bone at every solver step; the two sines of the exact
+    /// axes were a tenth of the solving time on Blender-shaped limits (real motion capture).
+    #[inline]
+    fn blender_axes_within(&self, x: f64, z: f64) -> (f64, f64) {
+        let semi = |theta: f64| {
+            if theta >= std::f64::consts::PI - PI_SLACK {
+                f64::INFINITY
+            } else {
+                let h = 0.5 * theta;
+                h - h * h * h / 6.0
+            }
+        };
+        (semi(if x >= 0.0 { self.x_pos } else { self.x_neg }), semi(if z >= 0.0 { self.z_pos } else { self.z_neg }))
+    }
+
     /// For [`ConeShape::Blender`]: the point of the Blender region nearest `(x, z)`.
     #[inline]
     fn blender_clamp(p: DVec2, (a, b): (f64, f64)) -> DVec2 {
@@ -210,8 +228,8 @@ impl ConeLimit {
     pub fn surely_contains(&self, swing: DQuat) -> bool {
         let (x, z, w) = if swing.w < 0.0 { (-swing.x, -swing.z, -swing.w) } else { (swing.x, swing.z, swing.w) };
         if self.shape == ConeShape::Blender {
-            // The exact test is as cheap (the components are the coordinates).
-            let (a, b) = self.blender_axes(x, z);
+            // The components are the coordinates; the semi-axes are bounded from below.
+            let (a, b) = self.blender_axes_within(x, z);
             return (x / a).powi(2) + (z / b).powi(2) <= SURE_MARGIN * (x * x + z * z + w * w);
         }
         let a = if x >= 0.0 { self.x_pos } else { self.x_neg };
@@ -741,7 +759,7 @@ impl JointLimit {
             // The swing q · twist⁻¹ times √n2 (see `swing_twist_y`), whose (x, z) over √n2 are
             // the coordinates Blender's ellipse bounds: inside when (x/a)² + (z/b)² ≤ n2.
             let (x, z) = (q.x * q.w + q.z * q.y, q.z * q.w - q.x * q.y);
-            let (a, b) = c.blender_axes(x, z);
+            let (a, b) = c.blender_axes_within(x, z);
             if (x / a).powi(2) + (z / b).powi(2) > SURE_MARGIN * n2 {
                 return false;
             }
