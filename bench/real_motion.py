@@ -70,6 +70,11 @@ violation beyond 1e-3 rad; the largest per-frame turn of any bone (local rotatio
 motion's own; "pops": frames where some bone turns more than the clip's own largest per-frame
 turn + 0.01 rad; ms per frame of solving (Blender: stepping with the constraints on minus muted,
 best of 2; Sinew: the bake's engine time, `BakeResult.solve_seconds`, as bench/blender_bake.py).
+Warm start (Sinew, the first of its bakes): before baking, the add-on exports each frame's problem
+as Solve IK would solve it there (`pipeline.export_problem`: the pose before IK as start and
+reference); each is solved on its own, and the frames where some bone of the bake's answer
+(warm-started from the frame before) differs from that solve by more than 1e-3 rad (the
+natural-poses issue's bound) are counted, with those beyond 1e-2 rad and the largest difference.
 
 Results: bench/results/real_motion.json and real_motion.md.
 """
@@ -104,6 +109,9 @@ DM_HEIGHT = 0.25 * (1.686184 + 1.639480 + 0.2 + 0.944604 + 0.895576 + 0.7 + 0.41
 MARGIN = math.radians(10.0)
 VIOLATION = 1e-3
 POP_SLACK = 0.01
+# A bake's frame is the same pose as a solve of that frame alone from its reference when no bone
+# differs by more than this (rad; the natural-poses issue's bound on the warm start).
+WARM_COLD = 1e-3
 POLE_ANGLE = -math.pi / 2
 
 LEGACY_ITERATIONS = 500
@@ -636,9 +644,36 @@ def run_blender(truth, frames, variant, solver, repeat):
     return poses, {"solve_s": solve, "on_s": min(timings["on"]), "off_s": min(timings["off"]), "runs": timings}
 
 
-def run_sinew(truth, frames, variant, addon):
+def cold_problems(ob, frames, addon):
+    """Per frame, before the bake: the problem Solve IK would solve there (the pose before IK as
+    both start and reference), as the add-on exports it (``sinew.problem/1`` text)."""
+    docs = []
+    for f in frames:
+        bpy.context.scene.frame_set(int(f))
+        with bpy.context.temp_override(active_object=ob, object=ob, selected_objects=[ob]):
+            docs.append(json.dumps(addon.pipeline.export_problem(bpy.context, ob, addon.pipeline.Settings())))
+    return docs
+
+
+def warm_vs_cold(docs, rotations):
+    """Per frame, the largest angle (rad) between a bone of the bake's answer (warm-started from
+    the frame before; ``rotations`` (F, N, 4) in rig order) and the same bone of a solve of that
+    frame alone from its reference (``docs``, :func:`cold_problems`)."""
+    import sinew
+    out = np.zeros(len(docs))
+    for k, text in enumerate(docs):
+        rig, goals, solver, pose, root_t, root = sinew.load_problem(text)
+        sol = solver.solve(rig, goals, pose=pose, root_translation=root_t, root=root,
+                           reference=pose, reference_root_translation=root_t)
+        dots = np.abs(np.einsum("ni,ni->n", np.asarray(sol.rotations), rotations[k]))
+        out[k] = float(np.max(2.0 * np.arccos(np.clip(dots, 0.0, 1.0))))
+    return out
+
+
+def run_sinew(truth, frames, variant, addon, check_cold=False):
     ob = build_scene(truth, frames, variant)
     activate(ob)
+    docs = cold_problems(ob, frames, addon) if check_cold else None
     jobs = []
     orig = addon.pipeline.BakeJob
 
@@ -659,7 +694,13 @@ def run_sinew(truth, frames, variant, addon):
     r = jobs[-1].result
     muted = [c.name for c in ik_constraints(ob) if c.mute]
     poses = read_poses(ob, frames)
-    return poses, {"solve_s": r.solve_seconds, "wall_s": wall, "sample_s": r.sample_seconds,
+    cold = {}
+    if docs is not None:
+        d = warm_vs_cold(docs, np.asarray(r.rotations))
+        cold = {"warm_cold_max_rad": float(np.max(d)), "warm_cold_frames": int(np.count_nonzero(d > WARM_COLD)),
+                "warm_cold_frames_1e2": int(np.count_nonzero(d > 10 * WARM_COLD)),
+                "warm_cold_median_rad": float(np.median(d))}
+    return poses, {**cold, "solve_s": r.solve_seconds, "wall_s": wall, "sample_s": r.sample_seconds,
                    "write_s": r.write_seconds, "per_frame": bool(r.per_frame), "muted": len(muted),
                    "frames_reached": int(np.sum(r.reached)), "iterations_mean": float(np.mean(r.iterations)),
                    "iterations_max": int(np.max(r.iterations)), "warnings": list(r.warnings)}
@@ -788,6 +829,10 @@ def aggregate(rows):
         j: sum(r["joint_err_mean_per_joint_mm"][j] * r["frames"] for r in rows) / out["frames"] for j in JOINTS}
     out["solve_s"] = sum(r["solve_s"] for r in rows)
     out["ms_per_frame"] = 1000 * out["solve_s"] / out["frames"]
+    if all("warm_cold_frames" in r for r in rows):
+        out["warm_cold_frames"] = sum(r["warm_cold_frames"] for r in rows)
+        out["warm_cold_frames_1e2"] = sum(r["warm_cold_frames_1e2"] for r in rows)
+        out["warm_cold_max_rad"] = max(r["warm_cold_max_rad"] for r in rows)
     return out
 
 
@@ -829,6 +874,14 @@ def report(results, meta):
             rs = [results[c][variant][solver] for c in meta["clips"]]
             lines.append(row(LABELS[solver], aggregate(rs)))
         lines.append("")
+        if "sinew" in meta["solvers"]:
+            a = aggregate([results[c][variant]["sinew"] for c in meta["clips"]])
+            if "warm_cold_frames" in a:
+                lines += [f"Warm start against a solve of each frame alone from its reference (Solve IK's "
+                          f"problem at that frame, exported by the add-on): {a['warm_cold_frames']} of {a['frames']} "
+                          f"frames differ by more than {WARM_COLD:g} rad in some bone "
+                          f"({a['warm_cold_frames_1e2']} by more than {10 * WARM_COLD:g} rad); the largest difference is "
+                          f"{a['warm_cold_max_rad']:.3f} rad.", ""]
     lines += ["**Mean error per joint, all clips (mm)**", "",
               "| solver | variant | " + " | ".join(JOINTS) + " |", "|---|---|" + "---|" * len(JOINTS)]
     for variant in meta["variants"]:
@@ -921,7 +974,7 @@ def main():
             for solver in solvers:
                 t0 = time.perf_counter()
                 if solver == "sinew":
-                    poses, timing = run_sinew(truth, frames, variant, addon)
+                    poses, timing = run_sinew(truth, frames, variant, addon, check_cold=True)
                     runs = [timing["solve_s"]]
                     for _ in range(args.repeat - 1):
                         runs.append(run_sinew(truth, frames, variant, addon)[1]["solve_s"])
@@ -935,7 +988,9 @@ def main():
                       f"{m['joint_err_max_mm']:7.1f} mm, effectors {m['eff_err_mean_mm']:7.2f} / "
                       f"{m['eff_err_max_mm']:7.2f} mm, violations {m['violation_frames']:3d}, turn "
                       f"{m['max_turn_rad']:.3f} (motion {m['motion_max_turn_rad']:.3f}), pops {m['pop_frames']}, "
-                      f"{1000 * m['solve_s'] / m['frames']:.3f} ms/frame ({time.perf_counter() - t0:.1f} s)",
+                      f"{1000 * m['solve_s'] / m['frames']:.3f} ms/frame"
+                      + (f", warm vs cold > {WARM_COLD:g} rad {m['warm_cold_frames']} (max {m['warm_cold_max_rad']:.3f})"
+                         if "warm_cold_frames" in m else "") + f" ({time.perf_counter() - t0:.1f} s)",
                       flush=True)
     meta = {
         "command": " ".join([".venv/bin/python bench/real_motion.py"] + sys.argv[1:]),
