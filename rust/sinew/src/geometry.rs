@@ -76,6 +76,17 @@ pub fn angle_between(a: DQuat, b: DQuat) -> f64 {
     2.0 * DVec3::new(d.x, d.y, d.z).length().atan2(d.w.abs())
 }
 
+/// True when the rotation taking `a` to `b` turns by more than the angle whose half has tangent
+/// `tan_half`: [`angle_between`]`(a, b) > 2 atan(tan_half)`, without the arctangent
+/// (`|v| > tan_half · |w|` for `a⁻¹ b = (v, w)`). For tests against a fixed angle in the solvers'
+/// inner loops.
+#[must_use]
+#[inline]
+pub fn turns_more_than(a: DQuat, b: DQuat, tan_half: f64) -> bool {
+    let d = a.conjugate() * b;
+    DVec3::new(d.x, d.y, d.z).length() > tan_half * d.w.abs()
+}
+
 /// Splits `q` into `swing * twist`, where `twist` turns about `axis` (unit) and `swing` turns
 /// `axis` without twisting about it.
 #[must_use]
@@ -392,6 +403,20 @@ mod tests {
         for r in [DVec3::new(0.1, 0.2, -0.3), DVec3::new(0.0, 3.0, 0.0), DVec3::ZERO, DVec3::new(2.0, -1.0, 0.5)] {
             let q = from_rotation_vector(r);
             assert!((rotation_vector(q) - r).length() < 1e-9, "{r:?}");
+        }
+    }
+
+    #[test]
+    fn turns_more_than_agrees_with_angle_between() {
+        let a = DQuat::from_euler(glam::EulerRot::YXZ, 0.3, -1.2, 0.4);
+        for angle in [1e-9f64, 1e-6, 0.1, 1.0, 3.0] {
+            let tan_half = (0.5 * angle).tan();
+            for k in [0.5, 0.999, 1.001, 2.0] {
+                let turn = (angle * k).min(PI);
+                let b = a * DQuat::from_axis_angle(DVec3::new(1.0, 2.0, -0.5).normalize(), turn);
+                assert_eq!(turns_more_than(a, b, tan_half), angle_between(a, b) > angle, "{angle} {k}");
+                assert_eq!(turns_more_than(a, -b, tan_half), angle_between(a, -b) > angle, "{angle} {k} (other sign)");
+            }
         }
     }
 

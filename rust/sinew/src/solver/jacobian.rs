@@ -42,7 +42,7 @@ use glam::{DMat3, DVec3};
 use glam::DQuat;
 
 use super::gram::GramBlocks;
-use crate::geometry::{angle_between, from_rotation_vector, renormalize, rotation_vector, swing_twist_y};
+use crate::geometry::{from_rotation_vector, renormalize, rotation_vector, swing_twist_y, turns_more_than};
 use crate::limits::Freedom;
 use crate::pose::{Frames, MAX_SCALE, MIN_SCALE, Pose};
 use crate::problem::{Problem, RootMode};
@@ -70,6 +70,9 @@ const OUT_OF_REACH_DAMPING: f64 = 0.5;
 const POOR_RATIO: f64 = 0.25;
 /// The clamp moved a bone by more than this (radians): its direction is blocked.
 const CLAMPED: f64 = 1e-9;
+/// `tan(CLAMPED / 2)` (to round-off: the tangent's next term is 1e-28 of it), for
+/// [`turns_more_than`].
+const CLAMPED_TAN_HALF: f64 = 0.5 * CLAMPED;
 /// While [`DlsSteps::refine_toward`] moves toward the reference it counts the goals as met within
 /// this many tolerances (their squared error within its square): each step's chord correction
 /// leaves them a little off, which the plain steps after it close quadratically.
@@ -244,6 +247,14 @@ pub(crate) struct DlsSteps {
     /// Per joint, at the current pose: the world turn (translation, for the root) toward the
     /// reference within the joint's axes, and its coordinates on them divided by the gain.
     toward: Vec<(DVec3, [f64; 3])>,
+    /// Per joint, the local rotation vector from the pose to the reference that
+    /// [`DlsSteps::reference_distance`] measured on the pose it was last given (`None` for a
+    /// joint it measured otherwise), and the same for the current pose, valid while
+    /// `pose_turns_valid`: [`DlsSteps::turns_toward_reference`] reads it rather than taking the
+    /// same arctangents again for a pull the steps kept.
+    trial_turns: Vec<Option<DVec3>>,
+    pose_turns: Vec<Option<DVec3>>,
+    pose_turns_valid: bool,
     /// The step toward the reference after its second-order correction.
     corrected: Pose,
     /// The last kept pull's direction (momentum), per joint as `toward`.
@@ -426,6 +437,9 @@ impl DlsSteps {
         let reach = problem.topology().chain_reach.iter().copied().fold(0.0, f64::max);
         let band = (RELAX_BAND * tolerance).max(RELAX_BAND_REACH * reach).powi(2);
         let mut distance = if relaxing { self.reference_distance(problem, pose) } else { 0.0 };
+        // (The rotation vectors `reference_distance` measured are those of `pose`.)
+        std::mem::swap(&mut self.pose_turns, &mut self.trial_turns);
+        self.pose_turns_valid = relaxing;
         // Toward a reference the plain steps that finish the goals close them to a fraction of
         // the tolerance ([`FINISH_FRACTION`]); the least-motion path stops at the tolerance.
         let finish_tolerance = if relaxing { tolerance * FINISH_FRACTION } else { tolerance };
@@ -618,6 +632,9 @@ impl DlsSteps {
                 std::mem::swap(pose, &mut trial);
                 std::mem::swap(&mut self.frames, &mut self.trial_frames);
                 std::mem::swap(&mut self.residual, &mut self.trial_residual);
+                // (While relaxing, `reference_distance` measured the kept pose.)
+                std::mem::swap(&mut self.pose_turns, &mut self.trial_turns);
+                self.pose_turns_valid = relaxing;
                 if pulling {
                     // (The latest such pose: kept pulls come nearer the reference, but for those
                     // kept for closing most of the goals' gap.)
@@ -701,6 +718,7 @@ impl DlsSteps {
             }
         }
         self.pulling = false;
+        self.pose_turns_valid = false;
         if met > 0 && met_level(self) < met {
             // The pull passed poses that met every goal (or met them closer), but where it ended
             // the plain steps could not finish them as well (the budget ran out, or limits hold
@@ -770,12 +788,17 @@ impl DlsSteps {
     /// The squared distance of `pose` from the reference that [`DlsSteps::refine_toward`]
     /// minimises: per joint, its bone's turn from the reference rotation over the gain, and the
     /// root's translation from the reference's.
-    fn reference_distance(&self, problem: &Problem, pose: &Pose) -> f64 {
+    fn reference_distance(&mut self, problem: &Problem, pose: &Pose) -> f64 {
         let Some(reference) = &self.reference else { return 0.0 };
         let rig = problem.rig();
-        self.joints
+        let mut turns = std::mem::take(&mut self.trial_turns);
+        turns.clear();
+        turns.resize(self.joints.len(), None);
+        let distance = self
+            .joints
             .iter()
-            .map(|j| match j.bone {
+            .zip(&mut turns)
+            .map(|(j, turn)| match j.bone {
                 Some(b) if j.stretch.is_some() => {
                     let k = j.stretch.unwrap_or(1.0);
                     ((reference.scale(b) - pose.scale(b)) / (j.gain * k)).powi(2)
@@ -796,12 +819,15 @@ impl DlsSteps {
                 }
                 Some(b) => {
                     let v = rotation_vector(pose.rotations[b].conjugate() * reference.rotations[b]);
+                    *turn = Some(v);
                     let v = j.ratios.map_or(v, |r| DVec3::new(v.x / r[0], v.y / r[1], v.z / r[2]));
                     (v / j.gain).length_squared()
                 }
                 None => (rig.bone(0).rest_rotation * (reference.root_translation - pose.root_translation)).length_squared(),
             })
-            .sum()
+            .sum();
+        self.trial_turns = turns;
+        distance
     }
 
     /// Per joint at the current pose (`self.frames`, after [`DlsSteps::linearize`]): the turn
@@ -811,7 +837,7 @@ impl DlsSteps {
         let rig = problem.rig();
         self.toward.clear();
         self.pushing.clear();
-        for joint in &self.joints {
+        for (j, joint) in self.joints.iter().enumerate() {
             if let (Some(b), Some(k)) = (joint.bone, joint.stretch) {
                 // A length: the scale change to the reference's, and its coordinate.
                 let d = reference.scale(b) - pose.scale(b);
@@ -821,7 +847,11 @@ impl DlsSteps {
             }
             let (turn, gain) = match joint.bone {
                 // world · local⁻¹ · ref = exp(world · rotvec(local⁻¹ · ref)) · world.
-                Some(b) => (self.frames.rotations[b] * rotation_vector(pose.rotations[b].conjugate() * reference.rotations[b]), joint.gain),
+                Some(b) => {
+                    let cached = if self.pose_turns_valid { self.pose_turns.get(j).copied().flatten() } else { None };
+                    let v = cached.unwrap_or_else(|| rotation_vector(pose.rotations[b].conjugate() * reference.rotations[b]));
+                    (self.frames.rotations[b] * v, joint.gain)
+                }
                 None => (rig.bone(0).rest_rotation * (reference.root_translation - pose.root_translation), 1.0),
             };
             let mut coords = [0.0; 3];
@@ -1304,7 +1334,7 @@ impl DlsSteps {
                 wanted = (swing_twist_y(wanted).0 * self.kept_twist[b]).normalize();
             }
             let clamped = limit.clamp(wanted);
-            if clamped != wanted && angle_between(clamped, wanted) > CLAMPED {
+            if clamped != wanted && turns_more_than(clamped, wanted, CLAMPED_TAN_HALF) {
                 // The world direction the clamp removed: base · rotvec(clamped · wanted⁻¹).
                 let base = world * local.conjugate();
                 self.blocked[b] = (base * rotation_vector((clamped * wanted.conjugate()).normalize())).try_normalize();
@@ -1657,6 +1687,7 @@ mod tests {
     use glam::DQuat;
 
     use super::*;
+    use crate::geometry::angle_between;
     use crate::goal::Goal;
     use crate::limits::{HingeLimit, JointLimit, Swing};
     use crate::rig::{Bone, Rig};
