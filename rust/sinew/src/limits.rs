@@ -106,10 +106,24 @@ impl ConeLimit {
                 f64::INFINITY
             } else {
                 let h = 0.5 * theta;
-                h - h * h * h / 6.0
+                h - h * h * h * (1.0 / 6.0)
             }
         };
         (semi(if x >= 0.0 { self.x_pos } else { self.x_neg }), semi(if z >= 0.0 { self.z_pos } else { self.z_neg }))
+    }
+
+    /// For [`ConeShape::Blender`]: whether `(x, z)`, the swing quaternion's components times
+    /// `√n2` (its squared norm `n2`), is surely inside the region ([`Self::blender_axes_within`]):
+    /// `(x / a)² + (z / b)² ≤ n2` with a margin, multiplied out (no division) where both
+    /// semi-axes are finite.
+    #[inline]
+    fn blender_surely_inside(&self, x: f64, z: f64, n2: f64) -> bool {
+        let (a, b) = self.blender_axes_within(x, z);
+        if a.is_finite() && b.is_finite() {
+            let (xb, za, ab) = (x * b, z * a, a * b);
+            return xb * xb + za * za <= SURE_MARGIN * n2 * ab * ab;
+        }
+        (x / a).powi(2) + (z / b).powi(2) <= SURE_MARGIN * n2
     }
 
     /// For [`ConeShape::Blender`]: the point of the Blender region nearest `(x, z)`.
@@ -229,8 +243,7 @@ impl ConeLimit {
         let (x, z, w) = if swing.w < 0.0 { (-swing.x, -swing.z, -swing.w) } else { (swing.x, swing.z, swing.w) };
         if self.shape == ConeShape::Blender {
             // The components are the coordinates; the semi-axes are bounded from below.
-            let (a, b) = self.blender_axes_within(x, z);
-            return (x / a).powi(2) + (z / b).powi(2) <= SURE_MARGIN * (x * x + z * z + w * w);
+            return self.blender_surely_inside(x, z, x * x + z * z + w * w);
         }
         let a = if x >= 0.0 { self.x_pos } else { self.x_neg };
         let b = if z >= 0.0 { self.z_pos } else { self.z_neg };
@@ -759,8 +772,7 @@ impl JointLimit {
             // The swing q · twist⁻¹ times √n2 (see `swing_twist_y`), whose (x, z) over √n2 are
             // the coordinates Blender's ellipse bounds: inside when (x/a)² + (z/b)² ≤ n2.
             let (x, z) = (q.x * q.w + q.z * q.y, q.z * q.w - q.x * q.y);
-            let (a, b) = c.blender_axes_within(x, z);
-            if (x / a).powi(2) + (z / b).powi(2) > SURE_MARGIN * n2 {
+            if !c.blender_surely_inside(x, z, n2) {
                 return false;
             }
         } else if let Swing::Cone(c) = self.swing {
