@@ -1027,8 +1027,8 @@ class BakeJob:
             raise ReadError("A keyed bone rotation is not finite in the frame range")
         sample_s = time.perf_counter() - t0
 
-        # 2. Solve: one solve_sequence call, unless the bones above the chains (or the pinned
-        #    root's location) move in the range; then each frame is solved on its own rig.
+        # 2. Solve: one solve_sequence call, unless the bones above the chains move in the range;
+        #    then each frame is solved on its own rig.
         t0 = time.perf_counter()
         # IK constraint influence as Blender applies it (RigProblem.blend_goals, blend_result).
         frame_rigs: dict[int, object] = {}
@@ -1043,10 +1043,9 @@ class BakeJob:
         per_frame = bool(np.any(np.abs(rests - rests[0]) > 1e-6))
         if conn and np.any(np.abs(np.einsum("fci,ci->fc", conn_rot, conn_rot[0])) < 1.0 - 1e-12):
             per_frame = True
-        if p.root_bone and np.any(np.abs(root_loc - root_loc[0]) > 1e-7):
-            # Pinned: the root sits at its keyed location each frame. Free: the keyed location
-            # is each frame's reference root translation (a sequence has one for all frames).
-            per_frame = True
+        # Pinned: the root sits at its keyed location each frame. Free: the keyed location is
+        # each frame's reference root translation. The sequence takes one per frame.
+        moving_root = bool(p.root_bone and np.any(np.abs(root_loc - root_loc[0]) > 1e-7))
         # A goal of another kind than position (rig_reader.KINDS) is solved frame by frame, each
         # frame from its own keyed pose, as Solve IK solves it at that frame: a half-space already
         # met keeps the pose a solve starts from (and a plane or line keeps the slide it led to),
@@ -1078,7 +1077,8 @@ class BakeJob:
                     orientations=orients[c0:c1] if use_orient else None,
                     pole_targets=poles[c0:c1] if use_poles else None,
                     pose=pose, root_translation=root, root=self.settings.root,
-                    reference_root_translation=root_loc[0], references=references[c0:c1], scales=start_scales)
+                    reference_root_translation=root_loc[0], references=references[c0:c1], scales=start_scales,
+                    root_translations=root_loc[c0:c1] if moving_root else None)
                 rotations[c0:c1] = res.rotations
                 root_t[c0:c1] = res.root_translations
                 scales[c0:c1] = res.scales

@@ -63,9 +63,10 @@
  * (6), `SINEW_METHOD_SVD_DLS` (7) and `SINEW_METHOD_SDLS` (8), and bones that stretch
  * (`sinew_rig_set_stretch`, `sinew_solver_scales`, `sinew_solver_solve_scaled`,
  * `sinew_solver_solve_sequence_scaled`); 5 added goal kinds (`sinew_goal_kind`,
- * `sinew_problem_set_goal_kind`, `sinew_problem_get_goal_kind`) and `SINEW_METHOD_NLP` (9).
+ * `sinew_problem_set_goal_kind`, `sinew_problem_get_goal_kind`) and `SINEW_METHOD_NLP` (9); 6
+ * added a root translation per frame (`sinew_solver_solve_sequence_rooted`).
  */
-#define SINEW_ABI_VERSION_MINOR 5
+#define SINEW_ABI_VERSION_MINOR 6
 
 /**
  * What every `sinew_*` function that can fail returns.
@@ -1237,6 +1238,49 @@ sinew_status sinew_solver_solve_sequence_scaled(struct sinew_solver *solver,
                                                 size_t pole_targets_len,
                                                 const double *references_wxyz,
                                                 size_t references_wxyz_len,
+                                                double *out_rotations,
+                                                size_t out_rotations_len,
+                                                double *out_root_translations,
+                                                size_t out_root_translations_len,
+                                                double *out_scales,
+                                                size_t out_scales_len,
+                                                double *out_residuals,
+                                                size_t out_residuals_len,
+                                                double *out_orientation_residuals,
+                                                size_t out_orientation_residuals_len,
+                                                struct sinew_solve_info *out_infos,
+                                                size_t out_infos_len);
+
+/**
+ * As `sinew_solver_solve_sequence_scaled`, with a root translation per frame (ABI 0.6):
+ *
+ * - `root_translations`: NULL (length 0), or F·3 doubles, `[f·3 + c]`: frame f's root
+ *   translation (rig space, as `start_root_translation`; in a DCC, the keyed root location).
+ *   It is frame f's reference root translation, and with `SINEW_ROOT_PINNED` where the root
+ *   stays that frame (the warm start's root is moved there). With NULL a pinned root stays at
+ *   the start's throughout, as in `sinew_solver_solve_sequence_scaled`.
+ *
+ * Errors: as `sinew_solver_solve_sequence_scaled`; `NON_FINITE` or `TOO_LARGE` for a root
+ * translation that is not finite or beyond the supported coordinates.
+ */
+sinew_status sinew_solver_solve_sequence_rooted(struct sinew_solver *solver,
+                                                const struct sinew_problem *problem,
+                                                const double *start_rotations,
+                                                size_t start_rotations_len,
+                                                const double *start_root_translation,
+                                                const double *start_scales,
+                                                size_t start_scales_len,
+                                                size_t frames,
+                                                const double *targets,
+                                                size_t targets_len,
+                                                const double *orientations_wxyz,
+                                                size_t orientations_wxyz_len,
+                                                const double *pole_targets,
+                                                size_t pole_targets_len,
+                                                const double *references_wxyz,
+                                                size_t references_wxyz_len,
+                                                const double *root_translations,
+                                                size_t root_translations_len,
                                                 double *out_rotations,
                                                 size_t out_rotations_len,
                                                 double *out_root_translations,

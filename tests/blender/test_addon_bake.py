@@ -351,6 +351,34 @@ def test_animated_ancestors_switch_to_per_frame_solves(addon):
     assert not addon.pipeline.BakeJob(bpy.context, still, 1, 10, addon.pipeline.Settings()).run().per_frame
 
 
+def test_a_walking_pinned_root_is_baked_in_one_sequence(addon):
+    """A take whose root location is keyed and walks (the motion-capture case): one
+    solve_sequence call for the range (not a solve per frame, which the engine's per-frame root
+    translations replace), the root at its keyed location every frame, the targets reached."""
+    scene = bpy.context.scene
+    ob = R.make_chain(4)
+    R.activate(ob)
+    for f in (1, 12):
+        ob.pose.bones["b00"].location = (0.09 * (f - 1), 0.0, 0.0)
+        ob.pose.bones["b00"].keyframe_insert("location", frame=f)
+    heads = {}
+    for f in range(1, 13):
+        scene.frame_set(f)
+        heads[f] = R.world_head(ob, "b00")
+    t = _animated_target("T", {f: tuple(heads[f] + Vector(_circle((0.3, 0.0, 1.3), 0.2, f, n=12, axis=(1, 2))))
+                               for f in heads})
+    # (Chain length 4: b00, the root, is moved by the goal and pinned at its keyed location.)
+    R.set_goal(ob, "b03", t, chain_length=4)
+    r = addon.pipeline.BakeJob(bpy.context, ob, 1, 12, addon.pipeline.Settings()).run()
+    assert r.problem.root_bone == "b00"
+    assert not r.per_frame and r.reached.all()
+    assert r.residuals.max() < 1e-4
+    for f in (1, 6, 12):
+        scene.frame_set(f)
+        assert (R.world_head(ob, "b00") - heads[f]).length < 1e-9, f
+        assert (R.world_tail(ob, "b03") - R.world_location(t)).length < TOL, f
+
+
 def test_chain_under_constrained_and_non_inheriting_bones():
     """What is above a chain is taken as Blender evaluates it: here b01 copies an animated
     empty's rotation and b02 does not inherit rotation."""

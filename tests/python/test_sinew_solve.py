@@ -426,6 +426,36 @@ def test_sequence_follows_a_reference_per_frame():
     np.testing.assert_allclose(one.rotations, tiled.rotations, atol=1e-12)
 
 
+def test_sequence_pins_the_root_at_each_frame_s_translation():
+    # A keyed root that walks: one call, each frame solved as a warm-started solve with the
+    # pinned root (and the reference's root) at that frame's translation.
+    rig = chain(6)
+    frames = 6
+    roots = np.array([(1.0 * f, 0.0, 0.1 * f) for f in range(frames)])
+    references = np.array([_bent(6, 0.05 * f) for f in range(frames)])
+    targets = np.array([[effector(rig, r, roots[f])] for f, r in enumerate(references)])
+    goals = [sinew.Goal("b5", targets[0, 0])]
+    solver = sinew.Solver(tolerance=1e-6)
+    seq = solver.solve_sequence(rig, goals, targets, references=references, root_translations=roots)
+    assert seq.reached.all()
+    np.testing.assert_array_equal(seq.root_translations, roots)
+    pose, by_frame = None, sinew.Solver(tolerance=1e-6)
+    for f in range(frames):
+        sol = by_frame.solve(rig, [sinew.Goal("b5", targets[f, 0])], pose=pose, root_translation=roots[f],
+                             reference=references[f], reference_root_translation=roots[f])
+        np.testing.assert_allclose(seq.rotations[f], sol.rotations, atol=1e-12)
+        pose = sol.rotations
+    # Without them the pinned root stays where the first frame has it: the walked-away targets
+    # are missed.
+    assert not solver.solve_sequence(rig, goals, targets, references=references).reached[-1]
+    with pytest.raises(sinew.ShapeError):
+        solver.solve_sequence(rig, goals, targets, root_translations=roots[1:])
+    bad = roots.copy()
+    bad[2, 1] = np.nan
+    with pytest.raises(sinew.NonFiniteError, match="frame 2"):
+        solver.solve_sequence(rig, goals, targets, root_translations=bad)
+
+
 def test_sequence_orientation_residuals_match_single_solves():
     rig = y_shape()
     goals = [sinew.Goal("arm2.L", (2, 0, 4)), sinew.Goal("arm2.R", (-2, 0, 4), orientation=IDENTITY)]

@@ -716,6 +716,86 @@ pub unsafe extern "C" fn sinew_solver_solve_sequence_scaled(
     out_infos: *mut sinew_solve_info,
     out_infos_len: usize,
 ) -> sinew_status {
+    // SAFETY: the same contract, passed on; no per-frame root translations.
+    unsafe {
+        sinew_solver_solve_sequence_rooted(
+            solver,
+            problem,
+            start_rotations,
+            start_rotations_len,
+            start_root_translation,
+            start_scales,
+            start_scales_len,
+            frames,
+            targets,
+            targets_len,
+            orientations_wxyz,
+            orientations_wxyz_len,
+            pole_targets,
+            pole_targets_len,
+            references_wxyz,
+            references_wxyz_len,
+            std::ptr::null(),
+            0,
+            out_rotations,
+            out_rotations_len,
+            out_root_translations,
+            out_root_translations_len,
+            out_scales,
+            out_scales_len,
+            out_residuals,
+            out_residuals_len,
+            out_orientation_residuals,
+            out_orientation_residuals_len,
+            out_infos,
+            out_infos_len,
+        )
+    }
+}
+
+/// As `sinew_solver_solve_sequence_scaled`, with a root translation per frame (ABI 0.6):
+///
+/// - `root_translations`: NULL (length 0), or F·3 doubles, `[f·3 + c]`: frame f's root
+///   translation (rig space, as `start_root_translation`; in a DCC, the keyed root location).
+///   It is frame f's reference root translation, and with `SINEW_ROOT_PINNED` where the root
+///   stays that frame (the warm start's root is moved there). With NULL a pinned root stays at
+///   the start's throughout, as in `sinew_solver_solve_sequence_scaled`.
+///
+/// Errors: as `sinew_solver_solve_sequence_scaled`; `NON_FINITE` or `TOO_LARGE` for a root
+/// translation that is not finite or beyond the supported coordinates.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sinew_solver_solve_sequence_rooted(
+    solver: *mut sinew_solver,
+    problem: *const sinew_problem,
+    start_rotations: *const f64,
+    start_rotations_len: usize,
+    start_root_translation: *const f64,
+    start_scales: *const f64,
+    start_scales_len: usize,
+    frames: usize,
+    targets: *const f64,
+    targets_len: usize,
+    orientations_wxyz: *const f64,
+    orientations_wxyz_len: usize,
+    pole_targets: *const f64,
+    pole_targets_len: usize,
+    references_wxyz: *const f64,
+    references_wxyz_len: usize,
+    root_translations: *const f64,
+    root_translations_len: usize,
+    out_rotations: *mut f64,
+    out_rotations_len: usize,
+    out_root_translations: *mut f64,
+    out_root_translations_len: usize,
+    out_scales: *mut f64,
+    out_scales_len: usize,
+    out_residuals: *mut f64,
+    out_residuals_len: usize,
+    out_orientation_residuals: *mut f64,
+    out_orientation_residuals_len: usize,
+    out_infos: *mut sinew_solve_info,
+    out_infos_len: usize,
+) -> sinew_status {
     ffi_status!({
         // SAFETY (all blocks below): live handles (the solver exclusive) and arrays of the
         // stated lengths, by the header's contract. Inputs are copied before outputs are
@@ -735,6 +815,9 @@ pub unsafe extern "C" fn sinew_solver_solve_sequence_scaled(
         }
         if !references_wxyz.is_null() {
             args::check_len_eq(references_wxyz_len, args::mul(args::mul(frames, n, "references")?, 4, "references")?, "references_wxyz")?;
+        }
+        if !root_translations.is_null() {
+            args::check_len_eq(root_translations_len, args::mul(frames, 3, "root_translations")?, "root_translations")?;
         }
         let start = unsafe {
             start_pose_scaled(p, start_rotations, start_rotations_len, start_root_translation, start_scales, start_scales_len)
@@ -766,6 +849,15 @@ pub unsafe extern "C" fn sinew_solver_solve_sequence_scaled(
             let len = args::mul(args::mul(frames, n, "references")?, 4, "references")?;
             let r = unsafe { copy_exact(references_wxyz, references_wxyz_len, len, "references_wxyz") }?;
             Some(r.chunks_exact(4).map(args::quat_wxyz).collect())
+        };
+        let roots: Option<Vec<DVec3>> = if root_translations.is_null() {
+            if root_translations_len != 0 {
+                return Err(FfiError::new(sinew_status::NullArgument, "root_translations is NULL but root_translations_len is not 0"));
+            }
+            None
+        } else {
+            let r = unsafe { copy_exact(root_translations, root_translations_len, args::mul(frames, 3, "root_translations")?, "root_translations") }?;
+            Some(r.chunks_exact(3).map(|t| DVec3::new(t[0], t[1], t[2])).collect())
         };
         let rot = unsafe {
             OutBuf::new(out_rotations, out_rotations_len, args::mul(args::mul(frames, n, "rotations")?, 4, "rotations")?, "out_rotations")
@@ -799,6 +891,7 @@ pub unsafe extern "C" fn sinew_solver_solve_sequence_scaled(
             orientations: orientations.as_deref(),
             poles: poles.as_deref(),
             references: references.as_deref(),
+            root_translations: roots.as_deref(),
         };
         let mut last = None;
         // A frame with a non-finite number (a bug) is not written, nor any frame after it.

@@ -141,6 +141,15 @@ c_api! {
         out_scales: *mut f64, out_scales_len: usize,
         out_res: *mut f64, out_res_len: usize, out_ores: *mut f64, out_ores_len: usize,
         out_infos: *mut sinew_solve_info, out_infos_len: usize) -> Status;
+    fn sinew_solver_solve_sequence_rooted(solver: *mut sinew_solver, problem: *const sinew_problem,
+        start: *const f64, start_len: usize, start_root: *const f64, scales: *const f64, scales_len: usize,
+        frames: usize, targets: *const f64, targets_len: usize, orientations: *const f64, orientations_len: usize,
+        poles: *const f64, poles_len: usize, references: *const f64, references_len: usize,
+        roots: *const f64, roots_len: usize,
+        out_rot: *mut f64, out_rot_len: usize, out_root: *mut f64, out_root_len: usize,
+        out_scales: *mut f64, out_scales_len: usize,
+        out_res: *mut f64, out_res_len: usize, out_ores: *mut f64, out_ores_len: usize,
+        out_infos: *mut sinew_solve_info, out_infos_len: usize) -> Status;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -481,7 +490,7 @@ fn sequence_matches_the_core(api: &Api) {
         let mut core_res = Vec::new();
         let mut core_iters = Vec::new();
         let mut solver = lp.method.solver(lp.settings).unwrap();
-        let inputs = FrameTargets { targets: &targets, orientations: Some(&orientations), poles: Some(&poles), references: None };
+        let inputs = FrameTargets { targets: &targets, orientations: Some(&orientations), poles: Some(&poles), references: None, root_translations: None };
         sinew_core::solve_sequence(solver.as_mut(), &lp.problem, &lp.pose, frames, inputs, |_, s| {
             core_rot.extend(core_rotations(s));
             core_root.extend(s.pose.root_translation.to_array());
@@ -666,13 +675,42 @@ fn stretch_matches_the_core(api: &Api) {
         )
     });
     let mut expected = Vec::new();
-    let inputs = FrameTargets { targets: &targets, orientations: None, poles: None, references: None };
+    let inputs = FrameTargets { targets: &targets, orientations: None, poles: None, references: None, root_translations: None };
     sinew_core::solve_sequence(core_solver.as_mut(), &lp.problem, &lp.pose, frames, inputs, |_, sol| expected.push(sol.clone())).unwrap();
     for (f, sol) in expected.iter().enumerate() {
         assert_same(&rot[f * 12..(f + 1) * 12], &core_rotations(sol), &format!("sequence frame {f}"));
         assert_same(&scl[f * 3..(f + 1) * 3], &sol.pose.scales, &format!("sequence scales, frame {f}"));
     }
     assert!(scl[2 * 3 + 1] > scl[1], "the chain stretches further as the target moves away: {scl:?}");
+    // A root translation per frame (ABI 0.6): the pinned root is moved there each frame, as the
+    // core does; NULL is the sequence above.
+    let roots: Vec<DVec3> = (0..frames).map(|f| DVec3::new(0.05 * f as f64, 0.0, -0.1 * f as f64)).collect();
+    let roots_flat: Vec<f64> = roots.iter().flat_map(|t| t.to_array()).collect();
+    let rooted = |roots: *const f64, roots_len: usize, rot: &mut Vec<f64>, root: &mut Vec<f64>| unsafe {
+        api.sinew_solver_solve_sequence_rooted(
+            solver, problem, null(), 0, null(), null(), 0, frames, flat.as_ptr(), flat.len(), null(), 0, null(), 0, null(), 0,
+            roots, roots_len, rot.as_mut_ptr(), rot.len(), root.as_mut_ptr(), root.len(), null_mut(), 0,
+            vec![0.0; frames].as_mut_ptr(), frames, null_mut(), 0, null_mut(), 0,
+        )
+    };
+    let (mut rot2, mut root2) = (vec![0.0; frames * 12], vec![0.0; frames * 3]);
+    api.ok(rooted(null(), 0, &mut rot2, &mut root2));
+    assert_same(&rot2, &rot, "rooted sequence without root translations");
+    api.ok(rooted(roots_flat.as_ptr(), roots_flat.len(), &mut rot2, &mut root2));
+    let mut expected = Vec::new();
+    let inputs = FrameTargets { targets: &targets, orientations: None, poles: None, references: None, root_translations: Some(&roots) };
+    sinew_core::solve_sequence(core_solver.as_mut(), &lp.problem, &lp.pose, frames, inputs, |_, sol| expected.push(sol.clone())).unwrap();
+    for (f, sol) in expected.iter().enumerate() {
+        assert_same(&rot2[f * 12..(f + 1) * 12], &core_rotations(sol), &format!("rooted sequence frame {f}"));
+        assert_same(&root2[f * 3..(f + 1) * 3], &roots_flat[f * 3..(f + 1) * 3], &format!("rooted sequence root, frame {f}"));
+    }
+    api.expect(rooted(null(), 3, &mut rot2, &mut root2), sinew_status::NullArgument);
+    let e = api.expect(rooted(roots_flat.as_ptr(), 3, &mut rot2, &mut root2), sinew_status::ShapeMismatch);
+    assert!(e.contains("root_translations"), "{e}");
+    let mut nan = roots_flat.clone();
+    nan[4] = f64::NAN;
+    let e = api.expect(rooted(nan.as_ptr(), nan.len(), &mut rot2, &mut root2), sinew_status::NonFinite);
+    assert!(e.contains("frame 1"), "{e}");
     // Misuse: nothing is written.
     let before = scales;
     unsafe {
@@ -809,7 +847,7 @@ fn references_match_the_core(api: &Api) {
     let mut core_res = Vec::new();
     let mut core_ores = Vec::new();
     let mut csolver = lp.method.solver(lp.settings).unwrap();
-    let inputs = FrameTargets { targets: &targets, orientations: Some(&orientations), poles: None, references: Some(&references) };
+    let inputs = FrameTargets { targets: &targets, orientations: Some(&orientations), poles: None, references: Some(&references), root_translations: None };
     sinew_core::solve_sequence(csolver.as_mut(), &lp.problem, &lp.pose, frames, inputs, |_, s| {
         core_rot.extend(core_rotations(s));
         core_res.extend(&s.residuals);

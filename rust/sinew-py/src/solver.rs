@@ -208,7 +208,7 @@ impl PySolver {
     }
 
     /// Solves F frames, each warm-started from the previous one. Releases the GIL while solving.
-    #[pyo3(signature = (rig, goals, targets, orientations = None, pole_targets = None, pose = None, root_translation = None, root = "pinned", reference = None, reference_root_translation = None, references = None, scales = None, reference_scales = None))]
+    #[pyo3(signature = (rig, goals, targets, orientations = None, pole_targets = None, pose = None, root_translation = None, root = "pinned", reference = None, reference_root_translation = None, references = None, scales = None, reference_scales = None, root_translations = None))]
     #[allow(clippy::too_many_arguments)]
     fn solve_sequence(
         &self,
@@ -226,6 +226,7 @@ impl PySolver {
         references: Option<&Bound<'_, PyAny>>,
         scales: Option<&Bound<'_, PyAny>>,
         reference_scales: Option<&Bound<'_, PyAny>>,
+        root_translations: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PySequenceResult> {
         let g = goals.len();
         let mut inputs = read_inputs(&rig, goals, pose, root_translation, scales, root)?;
@@ -240,6 +241,8 @@ impl PySolver {
         let n = inputs.rig.len();
         let references: Option<Vec<DQuat>> =
             read_opt_f64(references, "references", &[Dim::Is(frames), Dim::Is(n), Dim::Is(4)])?.map(|v| quats_from_wxyz(&v));
+        let root_translations: Option<Vec<DVec3>> =
+            read_opt_f64(root_translations, "root_translations", &[Dim::Is(frames), Dim::Is(3)])?.map(|v| vec3s(&v));
         let out = py.detach(|| {
             let problem = guard_core(|| inputs.problem())?;
             // (The core checks every frame's inputs before the first is solved, and ignores the
@@ -254,6 +257,7 @@ impl PySolver {
                     orientations: orientations.as_deref(),
                     poles: poles.as_deref(),
                     references: references.as_deref(),
+                    root_translations: root_translations.as_deref(),
                 };
                 sinew::solve_sequence(s, &problem, &inputs.start, frames, frame_inputs, |f, sol| {
                     if broken.is_none() {

@@ -175,7 +175,7 @@ fn a_target_that_circles_and_returns_brings_the_pose_back() {
             &problem,
             &cold.pose,
             targets.len(),
-            sinew::FrameTargets { targets: &targets, orientations: None, poles: None, references: None },
+            sinew::FrameTargets { targets: &targets, orientations: None, poles: None, references: None, root_translations: None },
             |_, s| last = Some(s.clone()),
         )
         .unwrap();
@@ -216,7 +216,7 @@ fn a_sequence_s_frames_are_the_single_solves_from_their_references() {
             &lp.problem,
             &lp.pose,
             truth.len(),
-            sinew::FrameTargets { targets: &targets, orientations: None, poles: None, references: Some(&references) },
+            sinew::FrameTargets { targets: &targets, orientations: None, poles: None, references: Some(&references), root_translations: None },
             |_, s| sequence.push(s.clone()),
         )
         .unwrap();
@@ -231,6 +231,60 @@ fn a_sequence_s_frames_are_the_single_solves_from_their_references() {
             worst = worst.max(s.pose.max_angle_to(&single.pose));
         }
         assert!(worst <= 1e-3, "{method:?}: a frame of the sequence is {worst:e} rad from its single solve");
+    }
+}
+
+/// A sequence given a root translation per frame (a keyed root that walks, pinned) solves each
+/// frame as the same warm-started solve with the root moved there and the reference's root
+/// there: one call for a whole take, where a caller had to solve frame by frame before. Without
+/// them the pinned root stays at the start's and the walked-away targets are missed.
+#[test]
+fn a_sequence_pins_the_root_at_each_frame_s_translation() {
+    let lp = load("paper_humanoid13.json");
+    let rig = lp.problem.rig();
+    let mut truth = common::synth_motion(rig, 5, 40, 30.0);
+    for (f, pose) in truth.iter_mut().enumerate() {
+        pose.root_translation = DVec3::new(12.0 * f as f64, 0.0, 3.0 * f as f64);
+    }
+    let n = rig.len();
+    let goals = lp.problem.goals().len();
+    let mut targets = Vec::new();
+    let mut references = Vec::new();
+    let roots: Vec<DVec3> = truth.iter().map(|p| p.root_translation).collect();
+    for pose in &truth {
+        let f = rig.forward(pose);
+        targets.extend(lp.problem.goals().iter().map(|g| f.effector(g.bone, g.use_tail)));
+        references.extend(pose.rotations.iter().copied());
+    }
+    assert_eq!(lp.problem.root(), RootMode::Pinned);
+    for method in METHODS {
+        let inputs = |roots| sinew::FrameTargets { targets: &targets, orientations: None, poles: None, references: Some(&references), root_translations: roots };
+        let mut sequence = Vec::new();
+        let mut solver = method.solver(lp.settings).unwrap();
+        solve_sequence(solver.as_mut(), &lp.problem, &lp.pose, truth.len(), inputs(Some(&roots)), |_, s| sequence.push(s.clone())).unwrap();
+        let mut start = lp.pose.clone();
+        let mut by_frame = method.solver(lp.settings).unwrap();
+        for (f, s) in sequence.iter().enumerate() {
+            assert!(s.reached, "{method:?} frame {f}");
+            assert_eq!(s.pose.root_translation, roots[f], "{method:?} frame {f}");
+            let mut p = lp.problem.clone();
+            set_targets(&mut p, &targets[f * goals..(f + 1) * goals]);
+            let reference = Pose { rotations: references[f * n..(f + 1) * n].to_vec(), root_translation: roots[f], scales: Vec::new() };
+            p.set_reference(Some(&reference)).unwrap();
+            start.root_translation = roots[f];
+            let single = by_frame.solve(&p, &start).unwrap();
+            assert!(s.pose.max_angle_to(&single.pose) <= 1e-12, "{method:?} frame {f}");
+            start = single.pose;
+        }
+        let mut pinned = Vec::new();
+        solve_sequence(solver.as_mut(), &lp.problem, &lp.pose, truth.len(), inputs(None), |_, s| pinned.push(s.reached)).unwrap();
+        assert!(!pinned[truth.len() - 1], "{method:?}: the root stayed, yet the last frame was reached");
+        let mut bad = roots.clone();
+        bad[7].y = f64::NAN;
+        let e = solve_sequence(solver.as_mut(), &lp.problem, &lp.pose, truth.len(), inputs(Some(&bad)), |_, _| ()).unwrap_err();
+        assert!(e.to_string().contains("frame 7"), "{e}");
+        let e = solve_sequence(solver.as_mut(), &lp.problem, &lp.pose, truth.len(), inputs(Some(&roots[1..])), |_, _| ()).unwrap_err();
+        assert!(matches!(e, sinew::Error::ShapeMismatch { .. }), "{e}");
     }
 }
 

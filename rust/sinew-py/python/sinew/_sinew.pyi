@@ -542,6 +542,7 @@ class Solver:
         references: _ArrayLike | None = None,
         scales: _ArrayLike | None = None,
         reference_scales: _ArrayLike | None = None,
+        root_translations: _ArrayLike | None = None,
     ) -> SequenceResult:
         """Solves F frames, each warm-started from the previous frame's solution (frame 0 from
         ``pose``), so rotations are sign-continuous frame to frame.
@@ -555,7 +556,13 @@ class Solver:
             references: optional (F, N, 4) ``(w, x, y, z)``: each frame's reference rotations
                 (in a DCC, the keyed pose before IK at that frame). Without it every frame uses
                 ``reference``. The root translation of every frame's reference is
-                ``reference_root_translation`` (the start's when it is not given).
+                ``reference_root_translation`` (the start's when it is not given), unless
+                ``root_translations`` gives one per frame.
+            root_translations: optional (F, 3): each frame's root translation (rig space, as
+                ``root_translation``; in a DCC, the keyed root location): the reference's root
+                translation at that frame, and with ``root="pinned"`` where the root stays that
+                frame (the warm start's root is moved there). Without it a pinned root stays at
+                ``root_translation`` throughout.
             Others as :meth:`solve`.
 
         Every input is checked before the first frame is solved. A result too large to allocate

@@ -459,6 +459,12 @@ pub struct FrameTargets<'a> {
     /// in frame `f`'s reference ([`Problem::reference`]: in a DCC, the pose before IK at that
     /// frame, its keyed animation). Without it every frame uses the problem's reference.
     pub references: Option<&'a [DQuat]>,
+    /// Optional per-frame root translations (rig space, as [`Pose::root_translation`]):
+    /// `root_translations[f]` is frame `f`'s reference root translation and, with
+    /// [`crate::RootMode::Pinned`], where the root stays that frame (in a DCC, a keyed root location the
+    /// IK must not move). Without it the root stays at the start's (pinned) and every frame uses
+    /// the problem's reference root translation.
+    pub root_translations: Option<&'a [DVec3]>,
 }
 
 /// Solves a whole range of frames, each warm-started from the previous frame's solution
@@ -522,6 +528,14 @@ pub fn solve_sequence(
     {
         return Err(bad(k, format!("pole target {why}")));
     }
+    if let Some(t) = inputs.root_translations {
+        if t.len() != frames {
+            return Err(Error::ShapeMismatch { what: "root translations (frames)".into(), expected: frames, got: t.len() });
+        }
+        for (f, &v) in t.iter().enumerate() {
+            crate::rig::check_coordinate(v, || format!("root translation at frame {f}"))?;
+        }
+    }
     if let Some(r) = inputs.references
         && let Some(k) = r.iter().position(|q| !q.is_finite() || q.length() < 1e-9)
     {
@@ -552,6 +566,12 @@ pub fn solve_sequence(
         }
         if let Some(r) = inputs.references {
             reference.rotations.copy_from_slice(&r[f * n..(f + 1) * n]);
+        }
+        if let Some(t) = inputs.root_translations {
+            reference.root_translation = t[f];
+        }
+        // (A problem without a reference gets one only from per-frame references.)
+        if inputs.references.is_some() || (inputs.root_translations.is_some() && problem.reference().is_some()) {
             problem.set_reference(Some(&reference))?;
         }
         for (k, &b) in restart.iter().enumerate() {
@@ -563,6 +583,11 @@ pub fn solve_sequence(
             if b == 0 {
                 pose.root_translation = first.root_translation;
             }
+        }
+        if let Some(t) = inputs.root_translations
+            && problem.root() == crate::RootMode::Pinned
+        {
+            pose.root_translation = t[f];
         }
         let mut sol = solver.solve(&problem, &pose)?;
         // Those bones stay sign-continuous with the frame before, not with `start`.
