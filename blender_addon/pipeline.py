@@ -811,8 +811,8 @@ class BakeResult:
     action: object
     previous_action: object
     muted: int
-    per_frame: bool                # solved frame by frame (animated bones above the chains, or a goal's
-                                   # line or plane turning with its target)
+    per_frame: bool                # solved frame by frame (a bone inside the rig moving relative to its
+                                   # parent, or a goal's line or plane turning with its target)
     sample_seconds: float
     solve_seconds: float
     write_seconds: float
@@ -1027,8 +1027,9 @@ class BakeJob:
             raise ReadError("A keyed bone rotation is not finite in the frame range")
         sample_s = time.perf_counter() - t0
 
-        # 2. Solve: one solve_sequence call, unless the bones above the chains move in the range;
-        #    then each frame is solved on its own rig.
+        # 2. Solve: one solve_sequence call (animated bones above the chains move the rig's roots
+        #    frame by frame), unless a bone inside the rig moves relative to its parent; then each
+        #    frame is solved on its own rig.
         t0 = time.perf_counter()
         # IK constraint influence as Blender applies it (RigProblem.blend_goals, blend_result).
         frame_rigs: dict[int, object] = {}
@@ -1040,7 +1041,13 @@ class BakeJob:
             return frame_rigs[key]
 
         p.blend_goals(rig_for_frame, targets, orients, references, root_loc)
-        per_frame = bool(np.any(np.abs(rests - rests[0]) > 1e-6))
+        # Bones above the chains animated: the sequence moves the rig's roots frame by frame
+        # (``root_rests``) where nothing else moves relative to its parent; else a rig a frame.
+        root_rests = None
+        per_frame = False
+        if np.any(np.abs(rests - rests[0]) > 1e-6):
+            root_rests = p.root_rests(rests)
+            per_frame = root_rests is None
         if conn and np.any(np.abs(np.einsum("fci,ci->fc", conn_rot, conn_rot[0])) < 1.0 - 1e-12):
             per_frame = True
         # Pinned: the root sits at its keyed location each frame. Free: the keyed location is
@@ -1078,7 +1085,8 @@ class BakeJob:
                     pole_targets=poles[c0:c1] if use_poles else None,
                     pose=pose, root_translation=root, root=self.settings.root,
                     reference_root_translation=root_loc[0], references=references[c0:c1], scales=start_scales,
-                    root_translations=root_loc[c0:c1] if moving_root else None)
+                    root_translations=root_loc[c0:c1] if moving_root else None,
+                    root_rests=None if root_rests is None else root_rests[c0:c1])
                 rotations[c0:c1] = res.rotations
                 root_t[c0:c1] = res.root_translations
                 scales[c0:c1] = res.scales

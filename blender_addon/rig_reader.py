@@ -573,6 +573,21 @@ class RigProblem:
             out[i] = np.array(m)
         return out
 
+    def root_rests(self, rests, tolerance=1e-6):
+        """For per-frame engine rest matrices ``rests`` (F, N, 4, 4) in which only the root
+        bones' frames move (animated bones above the chains): the roots' (F, R, 4, 4), which the
+        engine's sequence takes (``root_rests``); None where some other bone moves relative to its
+        parent (a keyed location folded into its rest), which needs a rig per frame."""
+        rests = np.asarray(rests)
+        roots = [i for i, q in enumerate(self.parents) if q < 0]
+        others = [i for i, q in enumerate(self.parents) if q >= 0]
+        if others:
+            parents = [self.parents[i] for i in others]
+            relative = np.linalg.inv(rests[:, parents]) @ rests[:, others]
+            if np.any(np.abs(relative - relative[0]) > tolerance):
+                return None
+        return rests[:, roots]
+
     def make_rig(self, rest):
         """A new engine rig with ``rest`` and this problem's limits."""
         sinew = engine()

@@ -1252,16 +1252,21 @@ sinew_status sinew_solver_solve_sequence_scaled(struct sinew_solver *solver,
                                                 size_t out_infos_len);
 
 /**
- * As `sinew_solver_solve_sequence_scaled`, with a root translation per frame (ABI 0.6):
+ * As `sinew_solver_solve_sequence_scaled`, with the root's place per frame (ABI 0.6):
  *
  * - `root_translations`: NULL (length 0), or F·3 doubles, `[f·3 + c]`: frame f's root
  *   translation (rig space, as `start_root_translation`; in a DCC, the keyed root location).
  *   It is frame f's reference root translation, and with `SINEW_ROOT_PINNED` where the root
  *   stays that frame (the warm start's root is moved there). With NULL a pinned root stays at
  *   the start's throughout, as in `sinew_solver_solve_sequence_scaled`.
+ * - `root_rests`: NULL (length 0), or F·R·16 doubles: frame f's rig-space rest matrix of each
+ *   of the rig's R root bones (bones without a parent, in bone order), row-major as
+ *   `sinew_rig_new`'s; in a DCC, the animated bones above the IK chains. Every other bone keeps
+ *   its rest relative to its parent. With NULL the rig stays as the problem has it.
  *
  * Errors: as `sinew_solver_solve_sequence_scaled`; `NON_FINITE` or `TOO_LARGE` for a root
- * translation that is not finite or beyond the supported coordinates.
+ * translation or rest that is not finite or beyond the supported coordinates, `INVALID_RIG` for a
+ * rest matrix that is not a rotation and a translation.
  */
 sinew_status sinew_solver_solve_sequence_rooted(struct sinew_solver *solver,
                                                 const struct sinew_problem *problem,
@@ -1281,6 +1286,8 @@ sinew_status sinew_solver_solve_sequence_rooted(struct sinew_solver *solver,
                                                 size_t references_wxyz_len,
                                                 const double *root_translations,
                                                 size_t root_translations_len,
+                                                const double *root_rests,
+                                                size_t root_rests_len,
                                                 double *out_rotations,
                                                 size_t out_rotations_len,
                                                 double *out_root_translations,

@@ -456,6 +456,41 @@ def test_sequence_pins_the_root_at_each_frame_s_translation():
         solver.solve_sequence(rig, goals, targets, root_translations=bad)
 
 
+def test_sequence_follows_the_root_bone_s_rest_per_frame():
+    # An animated bone above the chain: its rest matrix per frame (root_rests), one call, each
+    # frame solved as on a rig built from that frame's rest matrices.
+    rig = chain(5)
+    frames = 6
+    rests = rig.rest_matrices
+    movers = []
+    for f in range(frames):
+        c, s_ = np.cos(0.05 * f), np.sin(0.05 * f)
+        m = np.array([[1, 0, 0, 0.2 * f], [0, c, -s_, 0], [0, s_, c, 0.1 * f], [0, 0, 0, 1.0]])
+        movers.append(m)
+    references = np.array([_bent(5, 0.05 * f) for f in range(frames)])
+    rigs = [sinew.Rig(rig.names, rig.parents, np.array([m @ r for r in rests]), rig.lengths) for m in movers]
+    targets = np.array([[effector(rigs[f], references[f])] for f in range(frames)])
+    goals = [sinew.Goal("b4", targets[0, 0], chain_length=4)]
+    solver = sinew.Solver(tolerance=1e-6)
+    root_rests = np.array([[m @ rests[0]] for m in movers])
+    seq = solver.solve_sequence(rig, goals, targets, references=references, root_rests=root_rests)
+    assert seq.reached.all()
+    pose, by_frame = None, sinew.Solver(tolerance=1e-6)
+    for f in range(frames):
+        sol = by_frame.solve(rigs[f], [sinew.Goal("b4", targets[f, 0], chain_length=4)], pose=pose, reference=references[f])
+        # (The rebuilt rig's rests relative to their parents differ from the moved rig's by
+        # round-off.)
+        np.testing.assert_allclose(seq.rotations[f], sol.rotations, atol=1e-7)
+        pose = sol.rotations
+    assert not solver.solve_sequence(rig, goals, targets, references=references).reached[-1]
+    with pytest.raises(sinew.ShapeError):
+        solver.solve_sequence(rig, goals, targets, root_rests=root_rests[1:])
+    skewed = root_rests.copy()
+    skewed[2, 0, 0, 0] = 2.0
+    with pytest.raises(sinew.RigError):
+        solver.solve_sequence(rig, goals, targets, root_rests=skewed)
+
+
 def test_sequence_orientation_residuals_match_single_solves():
     rig = y_shape()
     goals = [sinew.Goal("arm2.L", (2, 0, 4)), sinew.Goal("arm2.R", (-2, 0, 4), orientation=IDENTITY)]

@@ -2,7 +2,7 @@
 
 use std::ffi::c_char;
 
-use glam::{DQuat, DVec3};
+use glam::{DMat4, DQuat, DVec3};
 use sinew_core::{FrameTargets, Method, Pose, SolveSettings, Solution, Solver, StopReason, solve_sequence};
 
 use std::ptr::{null, null_mut};
@@ -737,6 +737,8 @@ pub unsafe extern "C" fn sinew_solver_solve_sequence_scaled(
             references_wxyz_len,
             std::ptr::null(),
             0,
+            std::ptr::null(),
+            0,
             out_rotations,
             out_rotations_len,
             out_root_translations,
@@ -753,16 +755,21 @@ pub unsafe extern "C" fn sinew_solver_solve_sequence_scaled(
     }
 }
 
-/// As `sinew_solver_solve_sequence_scaled`, with a root translation per frame (ABI 0.6):
+/// As `sinew_solver_solve_sequence_scaled`, with the root's place per frame (ABI 0.6):
 ///
 /// - `root_translations`: NULL (length 0), or F·3 doubles, `[f·3 + c]`: frame f's root
 ///   translation (rig space, as `start_root_translation`; in a DCC, the keyed root location).
 ///   It is frame f's reference root translation, and with `SINEW_ROOT_PINNED` where the root
 ///   stays that frame (the warm start's root is moved there). With NULL a pinned root stays at
 ///   the start's throughout, as in `sinew_solver_solve_sequence_scaled`.
+/// - `root_rests`: NULL (length 0), or F·R·16 doubles: frame f's rig-space rest matrix of each
+///   of the rig's R root bones (bones without a parent, in bone order), row-major as
+///   `sinew_rig_new`'s; in a DCC, the animated bones above the IK chains. Every other bone keeps
+///   its rest relative to its parent. With NULL the rig stays as the problem has it.
 ///
 /// Errors: as `sinew_solver_solve_sequence_scaled`; `NON_FINITE` or `TOO_LARGE` for a root
-/// translation that is not finite or beyond the supported coordinates.
+/// translation or rest that is not finite or beyond the supported coordinates, `INVALID_RIG` for a
+/// rest matrix that is not a rotation and a translation.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn sinew_solver_solve_sequence_rooted(
     solver: *mut sinew_solver,
@@ -783,6 +790,8 @@ pub unsafe extern "C" fn sinew_solver_solve_sequence_rooted(
     references_wxyz_len: usize,
     root_translations: *const f64,
     root_translations_len: usize,
+    root_rests: *const f64,
+    root_rests_len: usize,
     out_rotations: *mut f64,
     out_rotations_len: usize,
     out_root_translations: *mut f64,
@@ -818,6 +827,11 @@ pub unsafe extern "C" fn sinew_solver_solve_sequence_rooted(
         }
         if !root_translations.is_null() {
             args::check_len_eq(root_translations_len, args::mul(frames, 3, "root_translations")?, "root_translations")?;
+        }
+        let roots = p.problem.rig().bones().iter().filter(|b| b.parent.is_none()).count();
+        let rests_len = args::mul(args::mul(frames, roots, "root_rests")?, 16, "root_rests")?;
+        if !root_rests.is_null() {
+            args::check_len_eq(root_rests_len, rests_len, "root_rests")?;
         }
         let start = unsafe {
             start_pose_scaled(p, start_rotations, start_rotations_len, start_root_translation, start_scales, start_scales_len)
@@ -859,6 +873,16 @@ pub unsafe extern "C" fn sinew_solver_solve_sequence_rooted(
             let r = unsafe { copy_exact(root_translations, root_translations_len, args::mul(frames, 3, "root_translations")?, "root_translations") }?;
             Some(r.chunks_exact(3).map(|t| DVec3::new(t[0], t[1], t[2])).collect())
         };
+        let root_rests: Option<Vec<DMat4>> = if root_rests.is_null() {
+            if root_rests_len != 0 {
+                return Err(FfiError::new(sinew_status::NullArgument, "root_rests is NULL but root_rests_len is not 0"));
+            }
+            None
+        } else {
+            let m = unsafe { copy_exact(root_rests, root_rests_len, rests_len, "root_rests") }?;
+            // Row-major as sinew_rig_new's; glam is column-major.
+            Some(m.chunks_exact(16).map(|m| DMat4::from_cols_slice(m).transpose()).collect())
+        };
         let rot = unsafe {
             OutBuf::new(out_rotations, out_rotations_len, args::mul(args::mul(frames, n, "rotations")?, 4, "rotations")?, "out_rotations")
         }?;
@@ -892,6 +916,7 @@ pub unsafe extern "C" fn sinew_solver_solve_sequence_rooted(
             poles: poles.as_deref(),
             references: references.as_deref(),
             root_translations: roots.as_deref(),
+            root_rests: root_rests.as_deref(),
         };
         let mut last = None;
         // A frame with a non-finite number (a bug) is not written, nor any frame after it.

@@ -145,7 +145,7 @@ c_api! {
         start: *const f64, start_len: usize, start_root: *const f64, scales: *const f64, scales_len: usize,
         frames: usize, targets: *const f64, targets_len: usize, orientations: *const f64, orientations_len: usize,
         poles: *const f64, poles_len: usize, references: *const f64, references_len: usize,
-        roots: *const f64, roots_len: usize,
+        roots: *const f64, roots_len: usize, rests: *const f64, rests_len: usize,
         out_rot: *mut f64, out_rot_len: usize, out_root: *mut f64, out_root_len: usize,
         out_scales: *mut f64, out_scales_len: usize,
         out_res: *mut f64, out_res_len: usize, out_ores: *mut f64, out_ores_len: usize,
@@ -490,7 +490,7 @@ fn sequence_matches_the_core(api: &Api) {
         let mut core_res = Vec::new();
         let mut core_iters = Vec::new();
         let mut solver = lp.method.solver(lp.settings).unwrap();
-        let inputs = FrameTargets { targets: &targets, orientations: Some(&orientations), poles: Some(&poles), references: None, root_translations: None };
+        let inputs = FrameTargets { targets: &targets, orientations: Some(&orientations), poles: Some(&poles), references: None, root_translations: None, root_rests: None };
         sinew_core::solve_sequence(solver.as_mut(), &lp.problem, &lp.pose, frames, inputs, |_, s| {
             core_rot.extend(core_rotations(s));
             core_root.extend(s.pose.root_translation.to_array());
@@ -675,7 +675,7 @@ fn stretch_matches_the_core(api: &Api) {
         )
     });
     let mut expected = Vec::new();
-    let inputs = FrameTargets { targets: &targets, orientations: None, poles: None, references: None, root_translations: None };
+    let inputs = FrameTargets { targets: &targets, orientations: None, poles: None, references: None, root_translations: None, root_rests: None };
     sinew_core::solve_sequence(core_solver.as_mut(), &lp.problem, &lp.pose, frames, inputs, |_, sol| expected.push(sol.clone())).unwrap();
     for (f, sol) in expected.iter().enumerate() {
         assert_same(&rot[f * 12..(f + 1) * 12], &core_rotations(sol), &format!("sequence frame {f}"));
@@ -686,19 +686,20 @@ fn stretch_matches_the_core(api: &Api) {
     // core does; NULL is the sequence above.
     let roots: Vec<DVec3> = (0..frames).map(|f| DVec3::new(0.05 * f as f64, 0.0, -0.1 * f as f64)).collect();
     let roots_flat: Vec<f64> = roots.iter().flat_map(|t| t.to_array()).collect();
-    let rooted = |roots: *const f64, roots_len: usize, rot: &mut Vec<f64>, root: &mut Vec<f64>| unsafe {
+    let rooted_with = |roots: *const f64, roots_len: usize, rests: &[f64], rot: &mut Vec<f64>, root: &mut Vec<f64>| unsafe {
         api.sinew_solver_solve_sequence_rooted(
             solver, problem, null(), 0, null(), null(), 0, frames, flat.as_ptr(), flat.len(), null(), 0, null(), 0, null(), 0,
-            roots, roots_len, rot.as_mut_ptr(), rot.len(), root.as_mut_ptr(), root.len(), null_mut(), 0,
+            roots, roots_len, if rests.is_empty() { null() } else { rests.as_ptr() }, rests.len(), rot.as_mut_ptr(), rot.len(), root.as_mut_ptr(), root.len(), null_mut(), 0,
             vec![0.0; frames].as_mut_ptr(), frames, null_mut(), 0, null_mut(), 0,
         )
     };
+    let rooted = |roots: *const f64, roots_len: usize, rot: &mut Vec<f64>, root: &mut Vec<f64>| rooted_with(roots, roots_len, &[], rot, root);
     let (mut rot2, mut root2) = (vec![0.0; frames * 12], vec![0.0; frames * 3]);
     api.ok(rooted(null(), 0, &mut rot2, &mut root2));
     assert_same(&rot2, &rot, "rooted sequence without root translations");
     api.ok(rooted(roots_flat.as_ptr(), roots_flat.len(), &mut rot2, &mut root2));
     let mut expected = Vec::new();
-    let inputs = FrameTargets { targets: &targets, orientations: None, poles: None, references: None, root_translations: Some(&roots) };
+    let inputs = FrameTargets { targets: &targets, orientations: None, poles: None, references: None, root_translations: Some(&roots), root_rests: None };
     sinew_core::solve_sequence(core_solver.as_mut(), &lp.problem, &lp.pose, frames, inputs, |_, sol| expected.push(sol.clone())).unwrap();
     for (f, sol) in expected.iter().enumerate() {
         assert_same(&rot2[f * 12..(f + 1) * 12], &core_rotations(sol), &format!("rooted sequence frame {f}"));
@@ -711,6 +712,22 @@ fn stretch_matches_the_core(api: &Api) {
     nan[4] = f64::NAN;
     let e = api.expect(rooted(nan.as_ptr(), nan.len(), &mut rot2, &mut root2), sinew_status::NonFinite);
     assert!(e.contains("frame 1"), "{e}");
+    // The root bone's rest per frame (an animated parent above the chain), row-major: the core's
+    // sequence with the same rests, bitwise.
+    let rest_of = |f: usize| glam::DMat4::from_rotation_translation(glam::DQuat::from_rotation_z(0.1 * f as f64), DVec3::new(0.0, 0.02 * f as f64, 0.0));
+    let rests: Vec<glam::DMat4> = (0..frames).map(rest_of).collect();
+    let rests_flat: Vec<f64> = rests.iter().flat_map(|m| m.transpose().to_cols_array()).collect();
+    api.ok(rooted_with(null(), 0, &rests_flat, &mut rot2, &mut root2));
+    let mut expected = Vec::new();
+    let inputs = FrameTargets { targets: &targets, orientations: None, poles: None, references: None, root_translations: None, root_rests: Some(&rests) };
+    sinew_core::solve_sequence(core_solver.as_mut(), &lp.problem, &lp.pose, frames, inputs, |_, sol| expected.push(sol.clone())).unwrap();
+    for (f, sol) in expected.iter().enumerate() {
+        assert_same(&rot2[f * 12..(f + 1) * 12], &core_rotations(sol), &format!("sequence with root rests, frame {f}"));
+    }
+    api.expect(rooted_with(null(), 0, &rests_flat[16..], &mut rot2, &mut root2), sinew_status::ShapeMismatch);
+    let mut skewed = rests_flat.clone();
+    skewed[16] = 2.0;
+    api.expect(rooted_with(null(), 0, &skewed, &mut rot2, &mut root2), sinew_status::InvalidRig);
     // Misuse: nothing is written.
     let before = scales;
     unsafe {
@@ -847,7 +864,7 @@ fn references_match_the_core(api: &Api) {
     let mut core_res = Vec::new();
     let mut core_ores = Vec::new();
     let mut csolver = lp.method.solver(lp.settings).unwrap();
-    let inputs = FrameTargets { targets: &targets, orientations: Some(&orientations), poles: None, references: Some(&references), root_translations: None };
+    let inputs = FrameTargets { targets: &targets, orientations: Some(&orientations), poles: None, references: Some(&references), root_translations: None, root_rests: None };
     sinew_core::solve_sequence(csolver.as_mut(), &lp.problem, &lp.pose, frames, inputs, |_, s| {
         core_rot.extend(core_rotations(s));
         core_res.extend(&s.residuals);

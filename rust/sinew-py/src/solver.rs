@@ -208,7 +208,7 @@ impl PySolver {
     }
 
     /// Solves F frames, each warm-started from the previous one. Releases the GIL while solving.
-    #[pyo3(signature = (rig, goals, targets, orientations = None, pole_targets = None, pose = None, root_translation = None, root = "pinned", reference = None, reference_root_translation = None, references = None, scales = None, reference_scales = None, root_translations = None))]
+    #[pyo3(signature = (rig, goals, targets, orientations = None, pole_targets = None, pose = None, root_translation = None, root = "pinned", reference = None, reference_root_translation = None, references = None, scales = None, reference_scales = None, root_translations = None, root_rests = None))]
     #[allow(clippy::too_many_arguments)]
     fn solve_sequence(
         &self,
@@ -227,6 +227,7 @@ impl PySolver {
         scales: Option<&Bound<'_, PyAny>>,
         reference_scales: Option<&Bound<'_, PyAny>>,
         root_translations: Option<&Bound<'_, PyAny>>,
+        root_rests: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PySequenceResult> {
         let g = goals.len();
         let mut inputs = read_inputs(&rig, goals, pose, root_translation, scales, root)?;
@@ -243,6 +244,10 @@ impl PySolver {
             read_opt_f64(references, "references", &[Dim::Is(frames), Dim::Is(n), Dim::Is(4)])?.map(|v| quats_from_wxyz(&v));
         let root_translations: Option<Vec<DVec3>> =
             read_opt_f64(root_translations, "root_translations", &[Dim::Is(frames), Dim::Is(3)])?.map(|v| vec3s(&v));
+        let roots = inputs.rig.bones().iter().filter(|b| b.parent.is_none()).count();
+        // Rows as numpy gives a Blender Matrix; glam is column-major.
+        let root_rests: Option<Vec<glam::DMat4>> = read_opt_f64(root_rests, "root_rests", &[Dim::Is(frames), Dim::Is(roots), Dim::Is(4), Dim::Is(4)])?
+            .map(|v| v.chunks_exact(16).map(|m| glam::DMat4::from_cols_slice(m).transpose()).collect());
         let out = py.detach(|| {
             let problem = guard_core(|| inputs.problem())?;
             // (The core checks every frame's inputs before the first is solved, and ignores the
@@ -258,6 +263,7 @@ impl PySolver {
                     poles: poles.as_deref(),
                     references: references.as_deref(),
                     root_translations: root_translations.as_deref(),
+                    root_rests: root_rests.as_deref(),
                 };
                 sinew::solve_sequence(s, &problem, &inputs.start, frames, frame_inputs, |f, sol| {
                     if broken.is_none() {

@@ -513,6 +513,17 @@ impl Problem {
         Ok(())
     }
 
+    /// Moves root bone `bone` to the rig-space rest frame of `matrix` ([`Rig::set_root_rest`]):
+    /// the structure stays (what is derived from the rest data is relative to each bone's
+    /// parent), so a sequence can follow an animated bone above its chains without a new
+    /// problem per frame.
+    ///
+    /// # Errors
+    /// As [`Rig::set_root_rest`]; nothing changes on error.
+    pub fn set_root_rest(&mut self, bone: impl crate::rig::BoneRef, matrix: &glam::DMat4) -> Result<()> {
+        self.rig.set_root_rest(bone, matrix)
+    }
+
     /// Moves goal `i`'s target.
     ///
     /// # Errors

@@ -222,16 +222,54 @@ impl Rig {
             })
             .collect();
         let mut rig = Self { bones: checked, children, by_name, rest_frames: Frames::default(), connect_distance: 0.0, fk };
-        rig.rest_frames = rig.forward(&Pose::rest(rig.len()));
-        // Each rest head and length is bounded above, but a long chain of them adds up.
-        for (i, b) in rig.bones.iter().enumerate() {
-            check_coordinate(rig.rest_frames.heads[i], || format!("rest head of bone \"{}\" in rig space", b.name))?;
-            check_coordinate(rig.rest_frames.tails[i], || format!("rest tail of bone \"{}\" in rig space", b.name))?;
-        }
+        rig.rest_frames = rig.checked_rest_frames()?;
         let extent = rig.rest_frames.heads.iter().chain(&rig.rest_frames.tails).fold(0.0f64, |m, p| m.max(p.length()));
         let longest = rig.bones.iter().fold(0.0f64, |m, b| m.max(b.length));
         rig.connect_distance = CONNECTED_TOLERANCE * extent.max(longest);
         Ok(rig)
+    }
+
+    /// The rest pose's rig-space frames, each head and tail checked: each rest head and length is
+    /// bounded above, but a long chain of them adds up.
+    fn checked_rest_frames(&self) -> Result<Frames> {
+        let frames = self.forward(&Pose::rest(self.len()));
+        for (i, b) in self.bones.iter().enumerate() {
+            check_coordinate(frames.heads[i], || format!("rest head of bone \"{}\" in rig space", b.name))?;
+            check_coordinate(frames.tails[i], || format!("rest tail of bone \"{}\" in rig space", b.name))?;
+        }
+        Ok(frames)
+    }
+
+    /// Moves root bone `bone` (one without a parent) to the rig-space rest frame of `matrix`
+    /// (rigid, as [`Rig::from_matrices`] reads it), carrying its descendants: in a DCC, the
+    /// animated bone above an IK chain's top at one frame. Which bones count as connected stays
+    /// as it was decided when the rig was built.
+    ///
+    /// # Errors
+    /// [`Error::UnknownBone`], [`Error::BadParent`] for a bone that has a parent, or as
+    /// [`Rig::from_matrices`] for the matrix; the rig is unchanged on error.
+    pub fn set_root_rest(&mut self, bone: impl BoneRef, matrix: &DMat4) -> Result<()> {
+        let i = bone.resolve(self)?;
+        if let Some(p) = self.bones[i].parent {
+            return Err(Error::BadParent { bone: self.bones[i].name.clone(), index: i, parent: p as i64 });
+        }
+        check_finite(&matrix.to_cols_array(), || format!("rest matrix of bone \"{}\"", self.bones[i].name))?;
+        let (rotation, head) = rigid_from_matrix(matrix, &self.bones[i].name)?;
+        check_coordinate(head, || format!("rest head of bone \"{}\"", self.bones[i].name))?;
+        let before = (self.bones[i].rest_rotation, self.bones[i].rest_head, self.fk[i].rest_identity);
+        let n = rotation.length();
+        (self.bones[i].rest_rotation, self.bones[i].rest_head) = (rotation / n, head);
+        self.fk[i].rest_identity = self.bones[i].rest_rotation == DQuat::IDENTITY;
+        match self.checked_rest_frames() {
+            Ok(frames) => {
+                self.rest_frames = frames;
+                Ok(())
+            }
+            Err(e) => {
+                (self.bones[i].rest_rotation, self.bones[i].rest_head, self.fk[i].rest_identity) = before;
+                Err(e)
+            }
+        }
     }
 
     /// Builds a rig from armature-space rest matrices, as Blender's `bone.matrix_local`.

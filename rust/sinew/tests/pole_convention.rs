@@ -170,7 +170,7 @@ fn a_sequence_solves_each_frame_as_blender_does_from_the_start_pose() {
     let start = Pose::rest(2);
     let mut solver = Fabrik::new(settings);
     let mut got = Vec::new();
-    let inputs = sinew::FrameTargets { targets: &targets, orientations: None, poles: Some(&poles), references: None, root_translations: None };
+    let inputs = sinew::FrameTargets { targets: &targets, orientations: None, poles: Some(&poles), references: None, root_translations: None, root_rests: None };
     sinew::solve_sequence(&mut solver, &problem, &start, targets.len(), inputs, |_, s| got.push(s.clone())).unwrap();
     let mut previous = start.rotations.clone();
     for (f, sol) in got.iter().enumerate() {

@@ -175,7 +175,7 @@ fn a_target_that_circles_and_returns_brings_the_pose_back() {
             &problem,
             &cold.pose,
             targets.len(),
-            sinew::FrameTargets { targets: &targets, orientations: None, poles: None, references: None, root_translations: None },
+            sinew::FrameTargets { targets: &targets, orientations: None, poles: None, references: None, root_translations: None, root_rests: None },
             |_, s| last = Some(s.clone()),
         )
         .unwrap();
@@ -216,7 +216,7 @@ fn a_sequence_s_frames_are_the_single_solves_from_their_references() {
             &lp.problem,
             &lp.pose,
             truth.len(),
-            sinew::FrameTargets { targets: &targets, orientations: None, poles: None, references: Some(&references), root_translations: None },
+            sinew::FrameTargets { targets: &targets, orientations: None, poles: None, references: Some(&references), root_translations: None, root_rests: None },
             |_, s| sequence.push(s.clone()),
         )
         .unwrap();
@@ -258,7 +258,7 @@ fn a_sequence_pins_the_root_at_each_frame_s_translation() {
     }
     assert_eq!(lp.problem.root(), RootMode::Pinned);
     for method in METHODS {
-        let inputs = |roots| sinew::FrameTargets { targets: &targets, orientations: None, poles: None, references: Some(&references), root_translations: roots };
+        let inputs = |roots| sinew::FrameTargets { targets: &targets, orientations: None, poles: None, references: Some(&references), root_translations: roots, root_rests: None };
         let mut sequence = Vec::new();
         let mut solver = method.solver(lp.settings).unwrap();
         solve_sequence(solver.as_mut(), &lp.problem, &lp.pose, truth.len(), inputs(Some(&roots)), |_, s| sequence.push(s.clone())).unwrap();
@@ -285,6 +285,72 @@ fn a_sequence_pins_the_root_at_each_frame_s_translation() {
         assert!(e.to_string().contains("frame 7"), "{e}");
         let e = solve_sequence(solver.as_mut(), &lp.problem, &lp.pose, truth.len(), inputs(Some(&roots[1..])), |_, _| ()).unwrap_err();
         assert!(matches!(e, sinew::Error::ShapeMismatch { .. }), "{e}");
+    }
+}
+
+/// A sequence given each frame's rest of the rig's root bone (an animated bone above the chains)
+/// solves each frame as the same warm-started solve on a rig rebuilt from that frame's rest
+/// matrices: one call for a whole take, where a caller had to build a rig and solve frame by
+/// frame before.
+#[test]
+fn a_sequence_follows_the_root_bone_s_rest_per_frame() {
+    let lp = load("paper_humanoid13.json");
+    let rig = lp.problem.rig();
+    assert_eq!(rig.bones().iter().filter(|b| b.parent.is_none()).count(), 1);
+    let truth = common::synth_motion(rig, 5, 30, 30.0);
+    let goals = lp.problem.goals().len();
+    let rest0 = glam::DMat4::from_rotation_translation(rig.bone(0).rest_rotation, rig.bone(0).rest_head);
+    let rests: Vec<glam::DMat4> = (0..truth.len())
+        .map(|f| glam::DMat4::from_rotation_translation(DQuat::from_rotation_z(0.02 * f as f64), DVec3::new(8.0 * f as f64, 0.0, 0.0)) * rest0)
+        .collect();
+    // Every bone's rig-space rest matrix at frame f, as a DCC would hand them over.
+    let names: Vec<String> = rig.bones().iter().map(|b| b.name.clone()).collect();
+    let parents: Vec<Option<usize>> = rig.bones().iter().map(|b| b.parent).collect();
+    let lengths: Vec<f64> = rig.bones().iter().map(|b| b.length).collect();
+    let rebuilt = |f: usize| {
+        let mut moved = rig.clone();
+        moved.set_root_rest(0, &rests[f]).unwrap();
+        let world: Vec<glam::DMat4> = (0..rig.len())
+            .map(|i| glam::DMat4::from_rotation_translation(moved.rest_frames().rotations[i], moved.rest_frames().heads[i]))
+            .collect();
+        let mut r = Rig::from_matrices(&names, &parents, &world, &lengths).unwrap();
+        for i in 0..rig.len() {
+            r.set_limit(i, rig.bone(i).limit).unwrap();
+        }
+        r
+    };
+    let mut targets = Vec::new();
+    for (f, pose) in truth.iter().enumerate() {
+        let frames = rebuilt(f).forward(pose);
+        targets.extend(lp.problem.goals().iter().map(|g| frames.effector(g.bone, g.use_tail)));
+    }
+    for method in METHODS {
+        let mut sequence = Vec::new();
+        let mut solver = method.solver(lp.settings).unwrap();
+        let inputs = sinew::FrameTargets { targets: &targets, orientations: None, poles: None, references: None, root_translations: None, root_rests: Some(&rests) };
+        solve_sequence(solver.as_mut(), &lp.problem, &lp.pose, truth.len(), inputs, |_, s| sequence.push(s.clone())).unwrap();
+        let mut start = lp.pose.clone();
+        let mut by_frame = method.solver(lp.settings).unwrap();
+        for (f, s) in sequence.iter().enumerate() {
+            assert!(s.reached, "{method:?} frame {f}");
+            let mut p = Problem::new(rebuilt(f), lp.problem.goals().to_vec(), lp.problem.root()).unwrap();
+            p.set_reference(lp.problem.reference()).unwrap();
+            set_targets(&mut p, &targets[f * goals..(f + 1) * goals]);
+            let single = by_frame.solve(&p, &start).unwrap();
+            let d = s.pose.max_angle_to(&single.pose);
+            assert!(d <= 1e-9, "{method:?} frame {f}: {d:e} rad from the solve on the rebuilt rig");
+            start = single.pose;
+        }
+        let mut still = Vec::new();
+        let inputs = sinew::FrameTargets { targets: &targets, orientations: None, poles: None, references: None, root_translations: None, root_rests: None };
+        solve_sequence(solver.as_mut(), &lp.problem, &lp.pose, truth.len(), inputs, |_, s| still.push(s.clone())).unwrap();
+        assert!(still.last().unwrap().pose.max_angle_to(&sequence.last().unwrap().pose) > 0.1, "{method:?}: the root's rests changed nothing");
+        let mut bad = rests.clone();
+        bad[3].x_axis.x = 2.0;
+        let inputs = sinew::FrameTargets { targets: &targets, orientations: None, poles: None, references: None, root_translations: None, root_rests: Some(&bad) };
+        assert!(matches!(solve_sequence(solver.as_mut(), &lp.problem, &lp.pose, truth.len(), inputs, |_, _| ()), Err(sinew::Error::NotRigid { .. })));
+        let inputs = sinew::FrameTargets { targets: &targets, orientations: None, poles: None, references: None, root_translations: None, root_rests: Some(&rests[1..]) };
+        assert!(matches!(solve_sequence(solver.as_mut(), &lp.problem, &lp.pose, truth.len(), inputs, |_, _| ()), Err(sinew::Error::ShapeMismatch { .. })));
     }
 }
 

@@ -249,7 +249,7 @@ fn a_sequence_stretches_and_comes_back() {
         let problem = with_reference(Problem::new(rig, vec![Goal::new(4, targets[0]).with_chain_length(4)], RootMode::Pinned).unwrap(), reference);
         let mut solver = method.solver(settings()).unwrap();
         let mut poses = Vec::new();
-        let inputs = FrameTargets { targets: &targets, orientations: None, poles: None, references: None, root_translations: None };
+        let inputs = FrameTargets { targets: &targets, orientations: None, poles: None, references: None, root_translations: None, root_rests: None };
         solve_sequence(solver.as_mut(), &problem, &Pose::rest(5), frames, inputs, |f, s| {
             assert!(s.reached, "{method:?} frame {f}: {:?}", s.residuals);
             poses.push(s.pose.clone());

@@ -543,6 +543,7 @@ class Solver:
         scales: _ArrayLike | None = None,
         reference_scales: _ArrayLike | None = None,
         root_translations: _ArrayLike | None = None,
+        root_rests: _ArrayLike | None = None,
     ) -> SequenceResult:
         """Solves F frames, each warm-started from the previous frame's solution (frame 0 from
         ``pose``), so rotations are sign-continuous frame to frame.
@@ -563,6 +564,11 @@ class Solver:
                 translation at that frame, and with ``root="pinned"`` where the root stays that
                 frame (the warm start's root is moved there). Without it a pinned root stays at
                 ``root_translation`` throughout.
+            root_rests: optional (F, R, 4, 4): each frame's armature-space rest matrix of the
+                rig's R root bones (those without a parent, in rig order; rows as the
+                constructor's ``rest_matrices``): in a DCC, the animated bones above the IK chains
+                at that frame. Every other bone keeps its rest relative to its parent. Without it
+                the rig stays as it is.
             Others as :meth:`solve`.
 
         Every input is checked before the first frame is solved. A result too large to allocate

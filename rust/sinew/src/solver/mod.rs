@@ -465,6 +465,11 @@ pub struct FrameTargets<'a> {
     /// IK must not move). Without it the root stays at the start's (pinned) and every frame uses
     /// the problem's reference root translation.
     pub root_translations: Option<&'a [DVec3]>,
+    /// Optional per-frame rest frames of the rig's root bones (those without a parent, in bone
+    /// order), as rig-space matrices ([`crate::Rig::set_root_rest`]): `root_rests[f * roots + r]`.
+    /// In a DCC, the animated bones above the IK chains at each frame; every other bone keeps its
+    /// rest relative to its parent. Without it the rig stays as the problem has it.
+    pub root_rests: Option<&'a [glam::DMat4]>,
 }
 
 /// Solves a whole range of frames, each warm-started from the previous frame's solution
@@ -536,6 +541,21 @@ pub fn solve_sequence(
             crate::rig::check_coordinate(v, || format!("root translation at frame {f}"))?;
         }
     }
+    let roots: Vec<usize> = (0..n).filter(|&b| problem.rig().bone(b).parent.is_none()).collect();
+    if let Some(m) = inputs.root_rests {
+        let expected = frames * roots.len();
+        if m.len() != expected {
+            return Err(Error::ShapeMismatch { what: "root rest matrices (frames × root bones)".into(), expected, got: m.len() });
+        }
+        // (Each checked on a copy of the rig, so that a bad frame is refused before any is solved.)
+        let mut rig = problem.rig().clone();
+        for (k, matrix) in m.iter().enumerate() {
+            rig.set_root_rest(roots[k % roots.len()], matrix).map_err(|e| match e {
+                Error::NonFinite { what } => Error::NonFinite { what: format!("{what} at frame {}", k / roots.len()) },
+                other => other,
+            })?;
+        }
+    }
     if let Some(r) = inputs.references
         && let Some(k) = r.iter().position(|q| !q.is_finite() || q.length() < 1e-9)
     {
@@ -569,6 +589,11 @@ pub fn solve_sequence(
         }
         if let Some(t) = inputs.root_translations {
             reference.root_translation = t[f];
+        }
+        if let Some(m) = inputs.root_rests {
+            for (r, &b) in roots.iter().enumerate() {
+                problem.set_root_rest(b, &m[f * roots.len() + r])?;
+            }
         }
         // (A problem without a reference gets one only from per-frame references.)
         if inputs.references.is_some() || (inputs.root_translations.is_some() && problem.reference().is_some()) {
