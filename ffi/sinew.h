@@ -64,7 +64,7 @@
  * (`sinew_rig_set_stretch`, `sinew_solver_scales`, `sinew_solver_solve_scaled`,
  * `sinew_solver_solve_sequence_scaled`); 5 added goal kinds (`sinew_goal_kind`,
  * `sinew_problem_set_goal_kind`, `sinew_problem_get_goal_kind`) and `SINEW_METHOD_NLP` (9); 6
- * added a root translation per frame (`sinew_solver_solve_sequence_rooted`).
+ * added a root translation and root bones' rests per frame (`sinew_solver_solve_sequence_rooted`).
  */
 #define SINEW_ABI_VERSION_MINOR 6
 
@@ -1264,8 +1264,8 @@ sinew_status sinew_solver_solve_sequence_scaled(struct sinew_solver *solver,
  *   `sinew_rig_new`'s; in a DCC, the animated bones above the IK chains. Every other bone keeps
  *   its rest relative to its parent. With NULL the rig stays as the problem has it.
  *
- * Errors: as `sinew_solver_solve_sequence_scaled`; `NON_FINITE` or `TOO_LARGE` for a root
- * translation or rest that is not finite or beyond the supported coordinates, `INVALID_RIG` for a
+ * Errors: as `sinew_solver_solve_sequence_scaled`; `NON_FINITE` for a root translation or rest
+ * that is not finite or beyond the supported coordinates, `INVALID_RIG` for a
  * rest matrix that is not a rotation and a translation.
  */
 sinew_status sinew_solver_solve_sequence_rooted(struct sinew_solver *solver,

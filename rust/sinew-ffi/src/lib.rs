@@ -48,7 +48,7 @@ pub const SINEW_ABI_VERSION_MAJOR: u32 = 0;
 /// (`sinew_rig_set_stretch`, `sinew_solver_scales`, `sinew_solver_solve_scaled`,
 /// `sinew_solver_solve_sequence_scaled`); 5 added goal kinds (`sinew_goal_kind`,
 /// `sinew_problem_set_goal_kind`, `sinew_problem_get_goal_kind`) and `SINEW_METHOD_NLP` (9); 6
-/// added a root translation per frame (`sinew_solver_solve_sequence_rooted`).
+/// added a root translation and root bones' rests per frame (`sinew_solver_solve_sequence_rooted`).
 pub const SINEW_ABI_VERSION_MINOR: u32 = 6;
 
 /// The library's version, e.g. `"0.1.0"`: a static NUL-terminated string. Do not free.

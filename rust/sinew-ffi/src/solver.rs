@@ -767,8 +767,8 @@ pub unsafe extern "C" fn sinew_solver_solve_sequence_scaled(
 ///   `sinew_rig_new`'s; in a DCC, the animated bones above the IK chains. Every other bone keeps
 ///   its rest relative to its parent. With NULL the rig stays as the problem has it.
 ///
-/// Errors: as `sinew_solver_solve_sequence_scaled`; `NON_FINITE` or `TOO_LARGE` for a root
-/// translation or rest that is not finite or beyond the supported coordinates, `INVALID_RIG` for a
+/// Errors: as `sinew_solver_solve_sequence_scaled`; `NON_FINITE` for a root translation or rest
+/// that is not finite or beyond the supported coordinates, `INVALID_RIG` for a
 /// rest matrix that is not a rotation and a translation.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn sinew_solver_solve_sequence_rooted(
@@ -828,7 +828,7 @@ pub unsafe extern "C" fn sinew_solver_solve_sequence_rooted(
         if !root_translations.is_null() {
             args::check_len_eq(root_translations_len, args::mul(frames, 3, "root_translations")?, "root_translations")?;
         }
-        let roots = p.problem.rig().bones().iter().filter(|b| b.parent.is_none()).count();
+        let roots = p.problem.rig().roots().count();
         let rests_len = args::mul(args::mul(frames, roots, "root_rests")?, 16, "root_rests")?;
         if !root_rests.is_null() {
             args::check_len_eq(root_rests_len, rests_len, "root_rests")?;
@@ -864,7 +864,7 @@ pub unsafe extern "C" fn sinew_solver_solve_sequence_rooted(
             let r = unsafe { copy_exact(references_wxyz, references_wxyz_len, len, "references_wxyz") }?;
             Some(r.chunks_exact(4).map(args::quat_wxyz).collect())
         };
-        let roots: Option<Vec<DVec3>> = if root_translations.is_null() {
+        let root_translations_v: Option<Vec<DVec3>> = if root_translations.is_null() {
             if root_translations_len != 0 {
                 return Err(FfiError::new(sinew_status::NullArgument, "root_translations is NULL but root_translations_len is not 0"));
             }
@@ -915,7 +915,7 @@ pub unsafe extern "C" fn sinew_solver_solve_sequence_rooted(
             orientations: orientations.as_deref(),
             poles: poles.as_deref(),
             references: references.as_deref(),
-            root_translations: roots.as_deref(),
+            root_translations: root_translations_v.as_deref(),
             root_rests: root_rests.as_deref(),
         };
         let mut last = None;

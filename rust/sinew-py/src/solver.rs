@@ -244,7 +244,7 @@ impl PySolver {
             read_opt_f64(references, "references", &[Dim::Is(frames), Dim::Is(n), Dim::Is(4)])?.map(|v| quats_from_wxyz(&v));
         let root_translations: Option<Vec<DVec3>> =
             read_opt_f64(root_translations, "root_translations", &[Dim::Is(frames), Dim::Is(3)])?.map(|v| vec3s(&v));
-        let roots = inputs.rig.bones().iter().filter(|b| b.parent.is_none()).count();
+        let roots = inputs.rig.roots().count();
         // Rows as numpy gives a Blender Matrix; glam is column-major.
         let root_rests: Option<Vec<glam::DMat4>> = read_opt_f64(root_rests, "root_rests", &[Dim::Is(frames), Dim::Is(roots), Dim::Is(4), Dim::Is(4)])?
             .map(|v| v.chunks_exact(16).map(|m| glam::DMat4::from_cols_slice(m).transpose()).collect());

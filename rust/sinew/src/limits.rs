@@ -119,7 +119,9 @@ impl ConeLimit {
     #[inline]
     fn blender_surely_inside(&self, x: f64, z: f64, n2: f64) -> bool {
         let (a, b) = self.blender_axes_within(x, z);
-        if a.is_finite() && b.is_finite() {
+        // (Multiplied out only where `(a·b)²` cannot underflow: a cone that `Rig::set_limit`
+        // accepts has no half-angle under `ZERO_BOUND`, but this one may not have been checked.)
+        if a.is_finite() && b.is_finite() && a.min(b) > 1e-60 {
             let (xb, za, ab) = (x * b, z * a, a * b);
             return xb * xb + za * za <= SURE_MARGIN * n2 * ab * ab;
         }

@@ -492,7 +492,9 @@ impl Problem {
     /// bone, chain length, weight, effector point (tail or head) and whether it has a pole. A new
     /// problem gets a new id, and so does every change of any of these ([`Problem::set_limit`]);
     /// moving a target or pole, or changing an orientation, a goal's kind or the reference, keeps
-    /// it, and so does a clone. Two problems with the same id have the same such structure.
+    /// it, and so does a clone, and moving a root bone's rest ([`Problem::set_root_rest`]: nothing
+    /// derived reads a root's rest, only rests relative to a parent). Two problems with the same
+    /// id have the same such structure.
     #[must_use]
     pub(crate) fn structure_id(&self) -> u64 {
         self.structure

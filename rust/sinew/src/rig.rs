@@ -314,6 +314,12 @@ impl Rig {
         Self::new(bones)
     }
 
+    /// The root bones (those without a parent), ascending: the bones [`Rig::set_root_rest`] and
+    /// a sequence's `root_rests` move.
+    pub fn roots(&self) -> impl Iterator<Item = usize> + '_ {
+        self.bones.iter().enumerate().filter(|(_, b)| b.parent.is_none()).map(|(i, _)| i)
+    }
+
     /// Number of bones.
     #[must_use]
     pub fn len(&self) -> usize {

@@ -460,8 +460,9 @@ pub struct FrameTargets<'a> {
     /// frame, its keyed animation). Without it every frame uses the problem's reference.
     pub references: Option<&'a [DQuat]>,
     /// Optional per-frame root translations (rig space, as [`Pose::root_translation`]):
-    /// `root_translations[f]` is frame `f`'s reference root translation and, with
-    /// [`crate::RootMode::Pinned`], where the root stays that frame (in a DCC, a keyed root location the
+    /// `root_translations[f]` is frame `f`'s reference root translation (where there is a
+    /// reference: the problem's, or `references`) and, with [`crate::RootMode::Pinned`], where the
+    /// root stays that frame (in a DCC, a keyed root location the
     /// IK must not move). Without it the root stays at the start's (pinned) and every frame uses
     /// the problem's reference root translation.
     pub root_translations: Option<&'a [DVec3]>,
@@ -541,7 +542,7 @@ pub fn solve_sequence(
             crate::rig::check_coordinate(v, || format!("root translation at frame {f}"))?;
         }
     }
-    let roots: Vec<usize> = (0..n).filter(|&b| problem.rig().bone(b).parent.is_none()).collect();
+    let roots: Vec<usize> = problem.rig().roots().collect();
     if let Some(m) = inputs.root_rests {
         let expected = frames * roots.len();
         if m.len() != expected {
