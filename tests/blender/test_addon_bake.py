@@ -335,6 +335,31 @@ def test_chunked_bake_as_the_modal_operator_runs_it_equals_one_call(addon, sampl
     assert (R.world_tail(ob, "b05") - R.world_location(t)).length < TOL
 
 
+def test_chunked_bake_of_a_poled_limb_equals_one_call(addon):
+    """A limb with a pole (Blender keeps it: no other goal) restarts every frame from the pose
+    before IK at that frame, as Blender's IK does; chunks of the modal bake, each started from
+    the previous chunk's last answer, restart it the same way, so the keys are one call's."""
+    t = _animated_target("T", {f: _circle((0.0, 0.5, 1.6), 0.5, f, axis=(0, 2)) for f in range(1, 31, 4)})
+    pole = R.add_empty("Pole", (2.0, 0.0, 1.0))
+
+    def limb(name):
+        ob = R.make_chain(5, name=name, roll_step=0.2)
+        con = ob.pose.bones["b04"].constraints.new('IK')
+        con.target, con.chain_count, con.pole_target = t, 4, pole
+        for f in (1, 30):  # keyed FK under the IK: the pose before IK changes from frame to frame
+            ob.pose.bones["b02"].rotation_quaternion = Quaternion((1, 0, 0), 0.02 * f)
+            ob.pose.bones["b02"].keyframe_insert("rotation_quaternion", frame=f)
+        return ob
+
+    first, second = limb("One"), limb("Chunked")
+    R.activate(first)
+    one = addon.pipeline.BakeJob(bpy.context, first, 1, 30, addon.pipeline.Settings()).run()
+    R.activate(second)
+    chunked = addon.pipeline.BakeJob(bpy.context, second, 1, 30, addon.pipeline.Settings(), chunk=7).run()
+    assert one.reached.all() and chunked.reached.all()
+    np.testing.assert_allclose(chunked.rotations, one.rotations, atol=1e-7)
+
+
 def test_animated_ancestors_move_the_rig_s_roots_in_one_sequence(addon):
     """b00, above the chain, turns: the engine's sequence moves the rig's root frame by frame
     (``root_rests``) instead of a rig and a solve per frame, and every frame is reached."""

@@ -477,10 +477,10 @@ pub struct FrameTargets<'a> {
 /// (the tracking case of §4.2), and calls `sink(frame, &solution)` for each.
 ///
 /// Frame 0 starts from `start`. The bones of a chain with a pole that Blender's IK would keep
-/// (no other goal moves them) start every frame from `start` instead, as Blender's IK starts
-/// every frame from the pose before IK: the pole's turn is measured on the start pose (see
-/// [`crate::Pole`]), so their pose at a frame does not depend on the frames before, and matches
-/// Blender's for the same frame. Inputs are validated before any solve. Because every solver keeps
+/// (no other goal moves them) start every frame from that frame's reference (with
+/// `references`; else from `start`) instead, as Blender's IK starts every frame from the pose
+/// before IK: the pole's turn is measured on that pose (see [`crate::Pole`]), so their pose at a
+/// frame does not depend on the frames before, and matches Blender's for the same frame. Inputs are validated before any solve. Because every solver keeps
 /// each bone's quaternion in the hemisphere of the pose it started from, the sequence is
 /// sign-continuous frame to frame (and with `start`).
 ///
@@ -600,9 +600,12 @@ pub fn solve_sequence(
         if inputs.references.is_some() || (inputs.root_translations.is_some() && problem.reference().is_some()) {
             problem.set_reference(Some(&reference))?;
         }
+        // (With a reference per frame, the pose before IK at this frame: so a caller that solves
+        // a range in chunks, each started from the last answer, restarts them as one call does.)
+        let restart_from = if inputs.references.is_some() { problem.reference().unwrap_or(&first) } else { &first };
         for (k, &b) in restart.iter().enumerate() {
             previous[k] = pose.rotations[b];
-            pose.rotations[b] = first.rotations[b];
+            pose.rotations[b] = restart_from.rotations[b];
             if !pose.scales.is_empty() {
                 pose.scales[b] = first.scale(b);
             }
