@@ -22,7 +22,7 @@ pub const MAX_SCALE: f64 = 1e3;
 /// inheritance, which is how Blender's IK shows a stretched bone. Empty means every bone at 1
 /// (every rigid rig's poses, and what a solve of a rig without stretch returns); otherwise one
 /// per bone. Only bones whose [`crate::JointLimit::stretch`] is above 0 may be other than 1.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Default, PartialEq)]
 pub struct Pose {
     /// Local rotation per bone, relative to rest.
     pub rotations: Vec<DQuat>,
@@ -30,6 +30,20 @@ pub struct Pose {
     pub root_translation: DVec3,
     /// Length scale per bone (see the type's docs); empty: every bone at 1.
     pub scales: Vec<f64>,
+}
+
+impl Clone for Pose {
+    fn clone(&self) -> Self {
+        Self { rotations: self.rotations.clone(), root_translation: self.root_translation, scales: self.scales.clone() }
+    }
+
+    /// Field by field, into this pose's own storage (the derived one would allocate anew): the
+    /// solvers' inner loops copy poses into kept buffers.
+    fn clone_from(&mut self, source: &Self) {
+        self.rotations.clone_from(&source.rotations);
+        self.root_translation = source.root_translation;
+        self.scales.clone_from(&source.scales);
+    }
 }
 
 impl Pose {

@@ -374,9 +374,7 @@ impl DlsSteps {
     /// 18.1 -> 18.0 mm.
     pub(crate) fn refine_toward(&mut self, problem: &Problem, pose: &mut Pose, fk: Option<&Frames>, reference: &Pose, tolerance: f64, max_iterations: u32) -> DlsOutcome {
         let mut r = self.reference.take().unwrap_or_default();
-        r.rotations.clone_from(&reference.rotations);
-        r.root_translation = reference.root_translation;
-        r.scales.clone_from(&reference.scales);
+        r.clone_from(reference);
         self.reference = Some(r);
         self.run(problem, pose, fk, tolerance, max_iterations)
     }
@@ -556,10 +554,7 @@ impl DlsSteps {
                 self.was_blocked.clone_from(&self.blocked);
             }
             let mut trial = std::mem::take(&mut self.trial);
-            // Field by field: the derived `Pose::clone_from` would allocate anew.
-            trial.rotations.clone_from(&pose.rotations);
-            trial.root_translation = pose.root_translation;
-            trial.scales.clone_from(&pose.scales);
+            trial.clone_from(pose);
             let mut largest_turn = self.apply_step(problem, pose, &mut trial, pull_now, false);
             let mut shortened = 1.0;
             if largest_turn > MAX_TURN {
@@ -587,9 +582,7 @@ impl DlsSteps {
                 // brings them back before the step is judged.
                 let fresh = self.blocked.iter().zip(&self.was_blocked).any(|(now, was)| now.is_some() && was.is_none());
                 let mut corrected = std::mem::take(&mut self.corrected);
-                corrected.rotations.clone_from(&trial.rotations);
-                corrected.root_translation = trial.root_translation;
-                corrected.scales.clone_from(&trial.scales);
+                corrected.clone_from(&trial);
                 self.holding = true;
                 let mut corrections = 0;
                 loop {
@@ -616,9 +609,7 @@ impl DlsSteps {
                     // Still outside the band but closing (Gauss–Newton's quadratic rate): once
                     // more from where the correction landed.
                     std::mem::swap(&mut trial, &mut corrected);
-                    corrected.rotations.clone_from(&trial.rotations);
-                    corrected.root_translation = trial.root_translation;
-                    corrected.scales.clone_from(&trial.scales);
+                    corrected.clone_from(&trial);
                 }
                 self.holding = false;
                 std::mem::swap(&mut trial, &mut corrected);
@@ -640,9 +631,7 @@ impl DlsSteps {
                     // kept for closing most of the goals' gap.)
                     let level = met_level(self);
                     if level >= met.max(1) {
-                        self.met.rotations.clone_from(&pose.rotations);
-                        self.met.root_translation = pose.root_translation;
-                        self.met.scales.clone_from(&pose.scales);
+                        self.met.clone_from(pose);
                         met = level;
                     }
                 }
@@ -724,9 +713,7 @@ impl DlsSteps {
             // the plain steps could not finish them as well (the budget ran out, or limits hold
             // the bones they need): the last of those poses, rather than a failure that leaves the
             // solve to FABRIK's reaching and an answer far from the reference.
-            pose.rotations.clone_from(&self.met.rotations);
-            pose.root_translation = self.met.root_translation;
-            pose.scales.clone_from(&self.met.scales);
+            pose.clone_from(&self.met);
             evaluate(problem, &self.tree_poles, pose, &mut self.frames, &mut self.residual);
         }
         DlsOutcome { iterations: it, reached: self.all_reached(problem, tolerance) }
@@ -1464,9 +1451,7 @@ impl DlsSteps {
     /// [`DlsSteps::try_step_unknowns`].
     fn try_step_from(&mut self, problem: &Problem, pose: &Pose, unknowns: Option<&[f64]>) -> (f64, f64) {
         let mut trial = std::mem::take(&mut self.trial);
-        trial.rotations.clone_from(&pose.rotations);
-        trial.root_translation = pose.root_translation;
-        trial.scales.clone_from(&pose.scales);
+        trial.clone_from(pose);
         self.apply_step_from(problem, pose, &mut trial, 0.0, false, unknowns);
         let error = evaluate(problem, &self.tree_poles, &trial, &mut self.trial_frames, &mut self.trial_residual);
         self.trial = trial;
