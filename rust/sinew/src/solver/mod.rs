@@ -551,8 +551,10 @@ pub fn solve_sequence(
         // (Each checked on a copy of the rig, so that a bad frame is refused before any is solved.)
         let mut rig = problem.rig().clone();
         for (k, matrix) in m.iter().enumerate() {
+            let frame = k / roots.len();
             rig.set_root_rest(roots[k % roots.len()], matrix).map_err(|e| match e {
-                Error::NonFinite { what } => Error::NonFinite { what: format!("{what} at frame {}", k / roots.len()) },
+                Error::NonFinite { what } => Error::NonFinite { what: format!("{what} at frame {frame}") },
+                Error::TooLarge { what, value, bound } => Error::TooLarge { what: format!("{what} at frame {frame}"), value, bound },
                 other => other,
             })?;
         }
