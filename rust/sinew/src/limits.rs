@@ -90,8 +90,7 @@ impl ConeLimit {
     /// within [`crate::limits::PI_SLACK`] of π gives infinity (that axis bounds nothing).
     #[inline]
     fn blender_axes(&self, x: f64, z: f64) -> (f64, f64) {
-        let semi = |theta: f64| if theta >= std::f64::consts::PI - PI_SLACK { f64::INFINITY } else { (0.5 * theta).sin() };
-        (semi(if x >= 0.0 { self.x_pos } else { self.x_neg }), semi(if z >= 0.0 { self.z_pos } else { self.z_neg }))
+        self.blender_quadrant(x, z, f64::sin)
     }
 
     /// [`Self::blender_axes`] without trigonometry, each semi-axis at most the exact one
@@ -101,14 +100,14 @@ impl ConeLimit {
     /// axes were a tenth of the solving time on Blender-shaped limits (real motion capture).
     #[inline]
     fn blender_axes_within(&self, x: f64, z: f64) -> (f64, f64) {
-        let semi = |theta: f64| {
-            if theta >= std::f64::consts::PI - PI_SLACK {
-                f64::INFINITY
-            } else {
-                let h = 0.5 * theta;
-                h - h * h * h * (1.0 / 6.0)
-            }
-        };
+        self.blender_quadrant(x, z, |h| h - h * h * h * (1.0 / 6.0))
+    }
+
+    /// The quadrant's half-angles for `(x, z)` as semi-axes `sin_half(θ / 2)`, infinity for a
+    /// half-angle within [`crate::limits::PI_SLACK`] of π.
+    #[inline(always)]
+    fn blender_quadrant(&self, x: f64, z: f64, sin_half: impl Fn(f64) -> f64) -> (f64, f64) {
+        let semi = |theta: f64| if theta >= std::f64::consts::PI - PI_SLACK { f64::INFINITY } else { sin_half(0.5 * theta) };
         (semi(if x >= 0.0 { self.x_pos } else { self.x_neg }), semi(if z >= 0.0 { self.z_pos } else { self.z_neg }))
     }
 
