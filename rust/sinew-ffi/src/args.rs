@@ -5,7 +5,7 @@
 
 use std::ffi::{CStr, c_char};
 
-use glam::{DQuat, DVec3};
+use glam::{DMat4, DQuat, DVec3};
 
 use crate::status::{FfiError, FfiResult, sinew_status};
 
@@ -209,6 +209,12 @@ pub(crate) fn vec3(a: [f64; 3]) -> DVec3 {
 /// large that normalising it would overflow (`sinew_core::problem::rescaled_quat`).
 pub(crate) fn quat_wxyz(q: &[f64]) -> DQuat {
     sinew_core::problem::rescaled_quat(DQuat::from_xyzw(q[1], q[2], q[3], q[0]))
+}
+
+/// Row-major 4 × 4 matrices (16 doubles each, as the header's rest matrices) to glam's
+/// column-major ones.
+pub(crate) fn mat4s_rows(v: &[f64]) -> Vec<DMat4> {
+    v.chunks_exact(16).map(|m| DMat4::from_cols_slice(m).transpose()).collect()
 }
 
 /// A quaternion to `[w, x, y, z]`.

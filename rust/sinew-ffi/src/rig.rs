@@ -2,7 +2,7 @@
 
 use std::ffi::{CString, c_char};
 
-use glam::{DMat4, DVec3};
+use glam::DVec3;
 use sinew_core::{ConeLimit, HingeLimit, JointLimit, Rig, Swing, TwistLimit};
 
 use crate::args::{self, check_out, copy_exact, copy_slice, get_mut, get_ref, str_arg, write};
@@ -120,9 +120,7 @@ pub unsafe extern "C" fn sinew_rig_new(
             owned.push(unsafe { str_arg(p, &format!("names[{i}]")) }?.to_owned());
         }
         let parents: Vec<Option<usize>> = parents.iter().map(|&p| usize::try_from(p).ok()).collect();
-        // Row-major in, so the column-major constructor gives the transpose.
-        let mats: Vec<DMat4> =
-            rest.chunks_exact(16).map(|m| DMat4::from_cols_slice(m).transpose()).collect();
+        let mats = args::mat4s_rows(&rest);
         let rig = Rig::from_matrices(&owned, &parents, &mats, &lengths)?;
         hand_out(out_rig, sinew_rig::new(rig)?)
     })

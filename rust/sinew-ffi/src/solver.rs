@@ -880,8 +880,7 @@ pub unsafe extern "C" fn sinew_solver_solve_sequence_rooted(
             None
         } else {
             let m = unsafe { copy_exact(root_rests, root_rests_len, rests_len, "root_rests") }?;
-            // Row-major as sinew_rig_new's; glam is column-major.
-            Some(m.chunks_exact(16).map(|m| DMat4::from_cols_slice(m).transpose()).collect())
+            Some(args::mat4s_rows(&m))
         };
         let rot = unsafe {
             OutBuf::new(out_rotations, out_rotations_len, args::mul(args::mul(frames, n, "rotations")?, 4, "rotations")?, "out_rotations")

@@ -1,7 +1,7 @@
 //! numpy and Python values to owned core values and back. Nothing here does IK math: only shape
 //! checks, dtype conversion (float32 and integer inputs are converted to float64) and copies.
 
-use glam::{DQuat, DVec3};
+use glam::{DMat4, DQuat, DVec3};
 use numpy::ndarray::{Array, Dimension, IntoDimension};
 use numpy::{AllowTypeChange, IntoPyArray, PyArray, PyArrayLikeDyn};
 use pyo3::prelude::*;
@@ -121,6 +121,12 @@ pub(crate) fn quats_from_wxyz(v: &[f64]) -> Vec<DQuat> {
 /// Row-major `(n, 3)` values to vectors.
 pub(crate) fn vec3s(v: &[f64]) -> Vec<DVec3> {
     v.chunks_exact(3).map(|c| DVec3::new(c[0], c[1], c[2])).collect()
+}
+
+/// Row-major `(n, 4, 4)` matrices (rows as numpy gives a Blender `Matrix`) to glam's
+/// column-major ones.
+pub(crate) fn mat4s_rows(v: &[f64]) -> Vec<DMat4> {
+    v.chunks_exact(16).map(|m| DMat4::from_cols_slice(m).transpose()).collect()
 }
 
 /// Appends `q` as `w, x, y, z`.

@@ -7,7 +7,7 @@ use numpy::{PyArray1, PyArray2, PyArray3};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
-use crate::convert::{BoneSpec, Dim, push_wxyz, push_xyz, quats_from_wxyz, read_f64, read_opt_f64, read_opt_vec3, read_quat, read_vec3, to_numpy};
+use crate::convert::{BoneSpec, Dim, mat4s_rows, push_wxyz, push_xyz, quats_from_wxyz, read_f64, read_opt_f64, read_opt_vec3, read_quat, read_vec3, to_numpy};
 use crate::errors::{NonFiniteError, RigError, ShapeError, guard, guard_core};
 use sinew::{ConeLimit, ConeShape, HingeLimit, JointLimit, Pose, Swing, TwistLimit};
 
@@ -79,11 +79,7 @@ impl PyRig {
             }
             parent_idx.push(if p < 0.0 { None } else { Some(p as usize) });
         }
-        // Rows as numpy gives a Blender Matrix; glam is column-major.
-        let rest: Vec<DMat4> = mats
-            .chunks_exact(16)
-            .map(|m| DMat4::from_cols_slice(m).transpose())
-            .collect();
+        let rest = mat4s_rows(&mats);
         let rig = py.detach(|| guard_core(|| sinew::Rig::from_matrices(&names, &parent_idx, &rest, &lengths)))?;
         Ok(Self::from_core(rig))
     }

@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 use crate::convert::{
-    Dim, push_wxyz, push_xyz, quats_from_wxyz, read_f64, read_i64, read_opt_f64, read_opt_vec3, root_mode, root_mode_name, stop_name,
+    Dim, mat4s_rows, push_wxyz, push_xyz, quats_from_wxyz, read_f64, read_i64, read_opt_f64, read_opt_vec3, root_mode, root_mode_name, stop_name,
     to_numpy, to_numpy_py, vec3s,
 };
 use crate::errors::{NonFiniteError, SettingsError, ShapeError, guard_core};
@@ -245,9 +245,8 @@ impl PySolver {
         let root_translations: Option<Vec<DVec3>> =
             read_opt_f64(root_translations, "root_translations", &[Dim::Is(frames), Dim::Is(3)])?.map(|v| vec3s(&v));
         let roots = inputs.rig.roots().count();
-        // Rows as numpy gives a Blender Matrix; glam is column-major.
-        let root_rests: Option<Vec<glam::DMat4>> = read_opt_f64(root_rests, "root_rests", &[Dim::Is(frames), Dim::Is(roots), Dim::Is(4), Dim::Is(4)])?
-            .map(|v| v.chunks_exact(16).map(|m| glam::DMat4::from_cols_slice(m).transpose()).collect());
+        let root_rests: Option<Vec<glam::DMat4>> =
+            read_opt_f64(root_rests, "root_rests", &[Dim::Is(frames), Dim::Is(roots), Dim::Is(4), Dim::Is(4)])?.map(|v| mat4s_rows(&v));
         let out = py.detach(|| {
             let problem = guard_core(|| inputs.problem())?;
             // (The core checks every frame's inputs before the first is solved, and ignores the
