@@ -253,7 +253,6 @@ impl Rig {
         if let Some(p) = self.bones[i].parent {
             return Err(Error::BadParent { bone: self.bones[i].name.clone(), index: i, parent: p as i64 });
         }
-        check_finite(&matrix.to_cols_array(), || format!("rest matrix of bone \"{}\"", self.bones[i].name))?;
         let (rotation, head) = rigid_from_matrix(matrix, &self.bones[i].name)?;
         check_coordinate(head, || format!("rest head of bone \"{}\"", self.bones[i].name))?;
         let before = (self.bones[i].rest_rotation, self.bones[i].rest_head, self.fk[i].rest_identity);
@@ -288,7 +287,6 @@ impl Rig {
         }
         let mut world = Vec::with_capacity(n);
         for (i, m) in rest.iter().enumerate() {
-            check_finite(&m.to_cols_array(), || format!("rest matrix of bone \"{}\"", names[i]))?;
             world.push(rigid_from_matrix(m, &names[i])?);
         }
         let mut bones = Vec::with_capacity(n);
@@ -522,8 +520,10 @@ impl Rig {
     }
 }
 
-/// Splits a rest matrix into rotation and translation, rejecting scale and shear.
+/// Splits a rest matrix into rotation and translation, rejecting a non-finite entry, scale and
+/// shear.
 fn rigid_from_matrix(m: &DMat4, name: &str) -> Result<(DQuat, DVec3)> {
+    check_finite(&m.to_cols_array(), || format!("rest matrix of bone \"{name}\""))?;
     let r = DMat3::from_mat4(*m);
     let dev = (r.transpose() * r - DMat3::IDENTITY).to_cols_array().iter().fold(0.0f64, |a, v| a.max(v.abs()));
     let bottom = [m.x_axis.w, m.y_axis.w, m.z_axis.w, m.w_axis.w - 1.0].iter().fold(0.0f64, |a, v| a.max(v.abs()));
