@@ -62,12 +62,15 @@ pub enum Error {
         bone: String,
     },
     /// A rest matrix is not a rigid transform (rotation + translation).
-    #[error("rest matrix of bone \"{bone}\" is not a rigid transform (scale or shear {deviation:.3e})")]
+    #[error("rest matrix of bone \"{bone}\"{} is not a rigid transform (scale or shear {deviation:.3e})", at_frame(*.frame))]
     NotRigid {
         /// The bone's name.
         bone: String,
         /// How far the 3×3 part is from orthonormal.
         deviation: f64,
+        /// The frame of a sequence whose root rest it is ([`crate::FrameTargets::root_rests`]);
+        /// `None` for a rig's own rest.
+        frame: Option<usize>,
     },
     /// A joint-limit value is outside its range.
     #[error("limit on bone \"{bone}\": {what} = {value} is outside {range}")]
@@ -140,6 +143,11 @@ pub enum Error {
         /// The largest per-goal residual distance.
         residual: f64,
     },
+}
+
+/// " at frame N" for an error about one frame of a sequence, else nothing.
+fn at_frame(frame: Option<usize>) -> String {
+    frame.map_or_else(String::new, |f| format!(" at frame {f}"))
 }
 
 /// Shorthand for results of the core.

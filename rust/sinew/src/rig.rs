@@ -202,7 +202,7 @@ impl Rig {
             check_coordinate(b.rest_head, || format!("rest head of bone \"{}\"", b.name))?;
             let n = r.length();
             if (n - 1.0).abs() > 1e-3 {
-                return Err(Error::NotRigid { bone: b.name, deviation: (n - 1.0).abs() });
+                return Err(Error::NotRigid { bone: b.name, deviation: (n - 1.0).abs(), frame: None });
             }
             b.rest_rotation = r / n;
             b.limit = b.limit.validated(&b.name)?;
@@ -528,7 +528,7 @@ fn rigid_from_matrix(m: &DMat4, name: &str) -> Result<(DQuat, DVec3)> {
     let dev = (r.transpose() * r - DMat3::IDENTITY).to_cols_array().iter().fold(0.0f64, |a, v| a.max(v.abs()));
     let bottom = [m.x_axis.w, m.y_axis.w, m.z_axis.w, m.w_axis.w - 1.0].iter().fold(0.0f64, |a, v| a.max(v.abs()));
     if dev > 1e-3 || bottom > 1e-6 || r.determinant() < 0.0 {
-        return Err(Error::NotRigid { bone: name.to_owned(), deviation: dev.max(bottom) });
+        return Err(Error::NotRigid { bone: name.to_owned(), deviation: dev.max(bottom), frame: None });
     }
     Ok((DQuat::from_mat3(&r).normalize(), m.w_axis.truncate()))
 }

@@ -348,7 +348,9 @@ fn a_sequence_follows_the_root_bone_s_rest_per_frame() {
         let mut bad = rests.clone();
         bad[3].x_axis.x = 2.0;
         let inputs = sinew::FrameTargets { targets: &targets, orientations: None, poles: None, references: None, root_translations: None, root_rests: Some(&bad) };
-        assert!(matches!(solve_sequence(solver.as_mut(), &lp.problem, &lp.pose, truth.len(), inputs, |_, _| ()), Err(sinew::Error::NotRigid { .. })));
+        let refused = solve_sequence(solver.as_mut(), &lp.problem, &lp.pose, truth.len(), inputs, |_, _| ()).unwrap_err();
+        assert!(matches!(refused, sinew::Error::NotRigid { frame: Some(3), .. }), "{method:?}: {refused}");
+        assert!(refused.to_string().contains(" at frame 3 is not a rigid transform"), "{refused}");
         let inputs = sinew::FrameTargets { targets: &targets, orientations: None, poles: None, references: None, root_translations: None, root_rests: Some(&rests[1..]) };
         assert!(matches!(solve_sequence(solver.as_mut(), &lp.problem, &lp.pose, truth.len(), inputs, |_, _| ()), Err(sinew::Error::ShapeMismatch { .. })));
     }

@@ -555,6 +555,7 @@ pub fn solve_sequence(
             rig.set_root_rest(roots[k % roots.len()], matrix).map_err(|e| match e {
                 Error::NonFinite { what } => Error::NonFinite { what: format!("{what} at frame {frame}") },
                 Error::TooLarge { what, value, bound } => Error::TooLarge { what: format!("{what} at frame {frame}"), value, bound },
+                Error::NotRigid { bone, deviation, .. } => Error::NotRigid { bone, deviation, frame: Some(frame) },
                 other => other,
             })?;
         }
