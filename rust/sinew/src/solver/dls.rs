@@ -26,7 +26,7 @@
 
 use glam::DQuat;
 
-use super::jacobian::DlsSteps;
+use super::jacobian::{DlsSteps, PullBudget};
 use super::prepare::IterationStart;
 use super::reference::{effective_reference, starts_near};
 use super::{PositionSolver, Solution, SolveSettings, StopReason, begin_solve, settle};
@@ -74,7 +74,7 @@ impl PositionSolver for Dls {
             if !starts_near(problem, &problem.rig().forward(&pose)) {
                 pose.clone_from(&self.reference);
             }
-            self.steps.refine_toward(problem, &mut pose, None, &self.reference, settings.tolerance, settings.max_iterations)
+            self.steps.refine_toward(problem, &mut pose, None, &self.reference, settings.tolerance, PullBudget::only(settings.max_iterations))
         } else {
             // Lone-chain poles turned first, as Blender's IK turns them before its iterations.
             self.start.prepare(problem, start, &self.start_locals, settings.tolerance, &mut pose, &mut self.reference_frames);

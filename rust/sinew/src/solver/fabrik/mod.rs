@@ -76,7 +76,7 @@ use std::sync::Arc;
 use glam::{DQuat, DVec3};
 
 use plan::Plan;
-use super::jacobian::{DlsSteps, goal_error};
+use super::jacobian::{DlsSteps, PullBudget, goal_error};
 use super::reference::{effective_reference, starts_near};
 use super::{PositionSolver, Solution, SolveSettings, StopReason, begin_solve, settle};
 use crate::error::Result;
@@ -166,7 +166,9 @@ impl PositionSolver for Fabrik {
             let near = starts_near(problem, &self.frames);
             let (mut pose, frames) = if near { (start_pose.clone(), &self.frames) } else { (self.reference.clone(), &self.reference_frames) };
             let budget = (settings.max_iterations / 2).max(1);
-            let out = self.dls.refine_toward(problem, &mut pose, Some(frames), &self.reference, tol, budget);
+            // (The half of the budget kept for FABRIK's reaching is the restart's, should the
+            // steps meet the goals.)
+            let out = self.dls.refine_toward(problem, &mut pose, Some(frames), &self.reference, tol, PullBudget { steps: budget, restart: settings.max_iterations.saturating_sub(budget) });
             if out.reached {
                 settle(problem, &self.start_locals, &mut pose.rotations);
                 return Ok(Solution::of_solved(problem, pose, self.dls.frames(), out.iterations, StopReason::Converged, tol));
@@ -179,7 +181,7 @@ impl PositionSolver for Fabrik {
         let left = settings.max_iterations.saturating_sub(reaching.iterations);
         if reaching.reached && left > 0 {
             let mut pose = reaching.pose.clone();
-            let out = self.dls.refine_toward(problem, &mut pose, None, &self.reference, tol, left);
+            let out = self.dls.refine_toward(problem, &mut pose, None, &self.reference, tol, PullBudget::only(left));
             if out.reached {
                 // (The steps keep each quaternion near the one they started from: FABRIK's, which
                 // `settle` put in its start's hemisphere; again, for the sign.)
@@ -232,7 +234,9 @@ impl Fabrik {
             let near = starts_near(problem, &self.frames);
             let (mut pose, frames) = if near { (start_pose, &self.frames) } else { (self.reference.clone(), &self.reference_frames) };
             let budget = (settings.max_iterations / 2).max(1);
-            let out = self.dls.refine_toward(problem, &mut pose, Some(frames), &self.reference, tol, budget);
+            // (The half of the budget kept for FABRIK's reaching is the restart's, should the
+            // steps meet the goals.)
+            let out = self.dls.refine_toward(problem, &mut pose, Some(frames), &self.reference, tol, PullBudget { steps: budget, restart: settings.max_iterations.saturating_sub(budget) });
             spent = out.iterations;
             settle(problem, &self.start_locals, &mut pose.rotations);
             let sol = Solution::of_solved(problem, pose, self.dls.frames(), spent, stop(out.reached, spent), tol);
@@ -256,7 +260,7 @@ impl Fabrik {
         if (problem.reference().is_some() || !best.reached) && left > 0 {
             let mut pose = best.pose.clone();
             let out = match problem.reference() {
-                Some(_) => self.dls.refine_toward(problem, &mut pose, None, &self.reference, tol, left),
+                Some(_) => self.dls.refine_toward(problem, &mut pose, None, &self.reference, tol, PullBudget::only(left)),
                 None => self.dls.refine(problem, &mut pose, None, tol, left),
             };
             settle(problem, &self.start_locals, &mut pose.rotations);
