@@ -42,6 +42,8 @@ pub struct Dls {
     start_locals: Vec<DQuat>,
     reference: Pose,
     reference_frames: Frames,
+    /// The start's forward kinematics (toward a reference).
+    start_frames: Frames,
     start: IterationStart,
 }
 
@@ -71,10 +73,14 @@ impl PositionSolver for Dls {
         let out = if problem.reference().is_some() {
             effective_reference(problem, &pose, &mut self.reference, &mut self.reference_frames);
             // From the start when it is near the answer (tracking), else from the reference.
-            if !starts_near(problem, &problem.rig().forward(&pose)) {
+            problem.rig().forward_into(&pose, &mut self.start_frames);
+            let frames = if starts_near(problem, &self.start_frames) {
+                &self.start_frames
+            } else {
                 pose.clone_from(&self.reference);
-            }
-            self.steps.refine_toward(problem, &mut pose, None, &self.reference, settings.tolerance, PullBudget::only(settings.max_iterations))
+                &self.reference_frames
+            };
+            self.steps.refine_toward(problem, &mut pose, Some(frames), &self.reference, settings.tolerance, PullBudget::only(settings.max_iterations))
         } else {
             // Lone-chain poles turned first, as Blender's IK turns them before its iterations.
             self.start.prepare(problem, start, &self.start_locals, settings.tolerance, &mut pose, &mut self.reference_frames);

@@ -110,8 +110,8 @@ const PULL_CORRECTIONS: u32 = 2;
 const MOMENTUM: f64 = 0.3;
 /// The least gain a short bone gets toward a reference (see [`DlsSteps::collect_joints`]).
 const SHORT_BONE_GAIN: f64 = 0.1;
-/// Most steps [`DlsSteps::refine_toward`] takes toward the reference in one solve while a limit
-/// holds some bone.
+/// Most steps one run of [`DlsSteps::refine_toward`] takes toward the reference while a limit
+/// holds some bone (a pull restarted after it takes as many again).
 const RELAX_ITERATIONS: u32 = 40;
 /// The steps [`DlsSteps::refine_toward`] keeps for finishing the goals at the end of its budget:
 /// a pull cut by the budget still ends on the goals (from within the band the plain steps close
@@ -244,6 +244,8 @@ pub(crate) struct DlsSteps {
     kept_twist: Vec<DQuat>,
     /// The reference pose the steps are pulled toward ([`DlsSteps::refine_toward`]).
     reference: Option<Pose>,
+    /// The reference's buffer while the steps have none (so that tracking allocates nothing).
+    spare_reference: Pose,
     /// Per joint, at the current pose: the world turn (translation, for the root) toward the
     /// reference within the joint's axes, and its coordinates on them divided by the gain.
     toward: Vec<(DVec3, [f64; 3])>,
@@ -288,8 +290,10 @@ pub(crate) struct DlsSteps {
     /// The last pose a pull toward the reference kept with every goal met (see
     /// [`DlsSteps::refine_toward`]).
     met: Pose,
-    /// Whether the last run's pull toward the reference ended without settling (its cap, its
-    /// budget, or its shortest pull rejected): [`DlsSteps::refine_toward`] restarts it.
+    /// Whether the last run's pull toward the reference ended without settling (after
+    /// [`RELAX_ITERATIONS`] pulls while a limit held a bone, [`FINISH_ITERATIONS`] before its
+    /// budget ended, with its shortest pull rejected, or with every joint held at a bound):
+    /// [`DlsSteps::refine_toward`] restarts it.
     unsettled: bool,
     /// The pose a restarted pull started from, kept should the restart not meet the goals.
     before_restart: Pose,
@@ -309,6 +313,14 @@ impl PullBudget {
     /// `steps` steps, and none more for a restart.
     pub(crate) fn only(steps: u32) -> Self {
         Self { steps, restart: 0 }
+    }
+
+    /// Half of `max_iterations` (at least one) for the run, the other half for a restart: a
+    /// caller that falls back to another method when the steps miss the goals keeps that half
+    /// for it (a restart only follows a run that met them).
+    pub(crate) fn halves(max_iterations: u32) -> Self {
+        let steps = (max_iterations / 2).max(1);
+        Self { steps, restart: max_iterations.saturating_sub(steps) }
     }
 }
 
@@ -343,8 +355,8 @@ impl DlsSteps {
     /// minimum (no step of any damping lowers the error). `fk` is the forward kinematics of
     /// `pose` when the caller has it; [`DlsSteps::frames`] are that of the refined pose.
     pub(crate) fn refine(&mut self, problem: &Problem, pose: &mut Pose, fk: Option<&Frames>, tolerance: f64, max_iterations: u32) -> DlsOutcome {
-        self.reference = None;
-        self.run(problem, pose, fk, tolerance, max_iterations)
+        self.drop_reference();
+        self.run(problem, pose, fk, tolerance, max_iterations, None)
     }
 
     /// Refines `pose` (inside every limit) to the pose nearest `reference` among those that meet
@@ -395,8 +407,9 @@ impl DlsSteps {
     /// 46 -> 25 without poles and 18 -> 7 with them, the mean joint error 32.0 -> 32.8 and
     /// 18.1 -> 18.0 mm.
     ///
-    /// A pull that ends without settling (after [`RELAX_ITERATIONS`], at the end of its budget,
-    /// or with its shortest pull rejected) but meets the goals is run once more from where it
+    /// A pull that ends without settling (after [`RELAX_ITERATIONS`] pulls while a limit holds a
+    /// bone, [`FINISH_ITERATIONS`] before its budget ends, with its shortest pull rejected, or
+    /// with every joint held at a bound) but meets the goals is run once more from where it
     /// ended, with what is left of `budget.steps` and `budget.restart` more: the active set
     /// empty, the pull at its full length and no momentum (an adaptive restart, as momentum
     /// methods are restarted when their steps stop making progress: O'Donoghue & Candès,
@@ -405,25 +418,37 @@ impl DlsSteps {
     /// two starts of one problem (a warm frame and the cold solve of that frame) ended apart;
     /// the restart brings them together. On the real-motion problems exported from the add-on
     /// (2224 solves, each clip warm-started frame to frame), warm answers more than 1e-3 rad from
-    /// the cold solve of the same frame went 506 -> 401 (more than 1e-2 rad 182 -> 84, more than
-    /// 0.1 rad 30 -> 14) for 18% more iterations (29.4 -> 34.8 a frame); twice the budget in one
+    /// the cold solve of the same frame went 506 -> 400 (more than 1e-2 rad 182 -> 70, more than
+    /// 0.1 rad 30 -> 14) for 27% more iterations (29.4 -> 37.4 a frame); twice the budget in one
     /// run instead gave 471 (159, 27).
     pub(crate) fn refine_toward(&mut self, problem: &Problem, pose: &mut Pose, fk: Option<&Frames>, reference: &Pose, tolerance: f64, budget: PullBudget) -> DlsOutcome {
-        let mut r = self.reference.take().unwrap_or_default();
+        let mut r = self.reference.take().unwrap_or_else(|| std::mem::take(&mut self.spare_reference));
         r.clone_from(reference);
         self.reference = Some(r);
-        let first = self.run(problem, pose, fk, tolerance, budget.steps);
+        let first = self.run(problem, pose, fk, tolerance, budget.steps, None);
         let left = budget.steps.saturating_sub(first.iterations).saturating_add(budget.restart);
         if !(first.reached && self.unsettled && left > FINISH_ITERATIONS) {
             return first;
         }
         self.before_restart.clone_from(pose);
-        let again = self.run(problem, pose, None, tolerance, left);
+        // (It stops as near where its steps converge as the first run was to: a cold solve's
+        // restart starts on the goals, where `run` would take it for a warm one, and would stop
+        // within [`SETTLED_NEAR`]; a target moved by round-off could then move the answer by
+        // that much.)
+        let again = self.run(problem, pose, None, tolerance, left, Some(self.settled));
         if !again.reached {
+            // The restart lost the goals: the first answer stands.
             pose.clone_from(&self.before_restart);
             evaluate(problem, &self.tree_poles, pose, &mut self.frames, &mut self.residual);
         }
-        DlsOutcome { iterations: first.iterations + again.iterations, reached: true }
+        DlsOutcome { iterations: first.iterations + again.iterations, reached: self.all_reached(problem, tolerance) }
+    }
+
+    /// No reference for the next run (its buffer kept for the next that has one).
+    fn drop_reference(&mut self) {
+        if let Some(r) = self.reference.take() {
+            self.spare_reference = r;
+        }
     }
 
     /// Sets a run up at `pose` (inside every limit; `fk` its forward kinematics when the caller
@@ -469,13 +494,14 @@ impl DlsSteps {
         (m, error)
     }
 
-    fn run(&mut self, problem: &Problem, pose: &mut Pose, fk: Option<&Frames>, tolerance: f64, max_iterations: u32) -> DlsOutcome {
+    fn run(&mut self, problem: &Problem, pose: &mut Pose, fk: Option<&Frames>, tolerance: f64, max_iterations: u32, settled: Option<f64>) -> DlsOutcome {
         let (m, mut error) = self.begin(problem, pose, fk);
         if self.joints.is_empty() || m == 0 {
             return DlsOutcome { iterations: 0, reached: self.all_reached(problem, tolerance) };
         }
-        // Where the steps toward the reference stop: nearer their limit from a cold start.
-        self.settled = if super::reference::starts_near(problem, &self.frames) { SETTLED_NEAR } else { SETTLED };
+        // Where the steps toward the reference stop (unless given): nearer their limit from a
+        // cold start.
+        self.settled = settled.unwrap_or_else(|| if super::reference::starts_near(problem, &self.frames) { SETTLED_NEAR } else { SETTLED });
         // Toward the reference while `relaxing`; then plain steps finish the goals.
         let mut relaxing = self.reference.is_some();
         // While relaxing, goals within this error count as met (a step's chord correction
@@ -547,6 +573,7 @@ impl DlsSteps {
                     // Every joint is held at a bound (hinges at theirs have no axis while the
                     // steps pull): nothing is left to pull; plain steps finish the goals.
                     relaxing = false;
+                    self.unsettled = true;
                     continue;
                 }
                 break;
@@ -1423,7 +1450,7 @@ impl DlsSteps {
     /// Sets the steps up for `problem` at `pose` (inside every limit) with no reference: swinging
     /// bones keep `pose`'s twist. Returns the number of residual rows `m`.
     pub(super) fn start_explicit(&mut self, problem: &Problem, pose: &mut Pose) -> usize {
-        self.reference = None;
+        self.drop_reference();
         self.begin(problem, pose, None).0
     }
 

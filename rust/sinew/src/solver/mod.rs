@@ -130,14 +130,30 @@ impl Solution {
     /// joint positions that met the targets but whose pose misses them by round-off (of bones
     /// counted as connected, `Rig::is_connected`) make a `Converged` stop `Stalled`.
     pub(crate) fn of_solved(problem: &Problem, pose: Pose, frames: &Frames, iterations: u32, stop: StopReason, tolerance: f64) -> Self {
-        let (residuals, orientation_residuals): (Vec<f64>, Vec<f64>) = (0..problem.goals().len()).map(|gi| problem.goal_errors(gi, frames)).unzip();
-        let reached = (0..problem.goals().len()).all(|gi| problem.goal_met(gi, frames, tolerance));
-        let stop = match stop {
-            _ if reached => StopReason::Converged,
+        let mut solution = Solution { pose, iterations, residuals: Vec::new(), orientation_residuals: Vec::new(), reached: false, stop };
+        solution.solved_again(problem, frames, iterations, stop, tolerance);
+        solution
+    }
+
+    /// This solution's residuals, `reached` and stop made those of its pose (whose forward
+    /// kinematics `frames` are, as [`Solution::of_solved`]) after a further solve took
+    /// `iterations` in all, in its own buffers.
+    pub(crate) fn solved_again(&mut self, problem: &Problem, frames: &Frames, iterations: u32, stop: StopReason, tolerance: f64) {
+        let goals = 0..problem.goals().len();
+        self.residuals.clear();
+        self.orientation_residuals.clear();
+        for gi in goals.clone() {
+            let (distance, angle) = problem.goal_errors(gi, frames);
+            self.residuals.push(distance);
+            self.orientation_residuals.push(angle);
+        }
+        self.reached = goals.into_iter().all(|gi| problem.goal_met(gi, frames, tolerance));
+        self.iterations = iterations;
+        self.stop = match stop {
+            _ if self.reached => StopReason::Converged,
             StopReason::Converged => StopReason::Stalled,
             other => other,
         };
-        Solution { pose, iterations, residuals, orientation_residuals, reached, stop }
     }
 
     /// The largest per-goal residual (0 without goals; NaN if any residual is NaN).

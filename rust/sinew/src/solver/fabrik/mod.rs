@@ -95,6 +95,10 @@ pub struct Fabrik {
     frames: Frames,
     locals: Vec<DQuat>,
     start_locals: Vec<DQuat>,
+    /// The start as a pose, and the answer of FABRIK's reaching refined toward the reference
+    /// ([`Fabrik::solve_toward_reference`]): buffers kept between solves.
+    start_pose: Pose,
+    refined: Pose,
     forward_heads: Vec<DVec3>,
     effectors: Vec<DVec3>,
     joints: Vec<DVec3>,
@@ -155,39 +159,67 @@ impl PositionSolver for Fabrik {
             // Without a reference, the least motion from the start: FABRIK's own solve.
             return self.solve_reaching(problem, start, settings);
         }
+        // (The start's pose in a buffer kept between solves, so that tracking allocates nothing
+        // but its answer.)
+        let mut start_pose = std::mem::take(&mut self.start_pose);
+        start_pose.rotations.clone_from(&self.start_locals);
+        start_pose.root_translation = start.root_translation;
+        start_pose.scales.clone_from(&start.scales);
+        let solved = self.solve_toward_reference(problem, &start_pose, settings);
+        self.start_pose = start_pose;
+        solved
+    }
+}
+
+impl Fabrik {
+    /// [`PositionSolver::solve_positions`] of a problem with goals and a reference, from
+    /// `start_pose` (the start's rotations inside every limit, `self.start_locals`).
+    fn solve_toward_reference(&mut self, problem: &Problem, start_pose: &Pose, settings: SolveSettings) -> Result<Solution> {
         let rig = problem.rig();
-        let start_pose = Pose { rotations: self.start_locals.clone(), root_translation: start.root_translation, scales: start.scales.clone() };
-        effective_reference(problem, &start_pose, &mut self.reference, &mut self.reference_frames);
-        rig.forward_into(&start_pose, &mut self.frames);
+        effective_reference(problem, start_pose, &mut self.reference, &mut self.reference_frames);
+        rig.forward_into(start_pose, &mut self.frames);
         let tol = settings.tolerance;
         let mut spent = 0;
         if self.unmet_if_all_within_reach(problem, tol).is_some() {
             // From the start when it is near the answer (tracking), else from the reference.
             let near = starts_near(problem, &self.frames);
-            let (mut pose, frames) = if near { (start_pose.clone(), &self.frames) } else { (self.reference.clone(), &self.reference_frames) };
-            let budget = (settings.max_iterations / 2).max(1);
-            // (The half of the budget kept for FABRIK's reaching is the restart's, should the
-            // steps meet the goals.)
-            let out = self.dls.refine_toward(problem, &mut pose, Some(frames), &self.reference, tol, PullBudget { steps: budget, restart: settings.max_iterations.saturating_sub(budget) });
+            // (In a buffer kept between solves: only an answer is allocated.)
+            let mut pose = std::mem::take(&mut self.refined);
+            let frames = if near {
+                pose.clone_from(start_pose);
+                &self.frames
+            } else {
+                pose.clone_from(&self.reference);
+                &self.reference_frames
+            };
+            let out = self.dls.refine_toward(problem, &mut pose, Some(frames), &self.reference, tol, PullBudget::halves(settings.max_iterations));
             if out.reached {
                 settle(problem, &self.start_locals, &mut pose.rotations);
-                return Ok(Solution::of_solved(problem, pose, self.dls.frames(), out.iterations, StopReason::Converged, tol));
+                let answer = pose.clone();
+                self.refined = pose;
+                return Ok(Solution::of_solved(problem, answer, self.dls.frames(), out.iterations, StopReason::Converged, tol));
             }
+            self.refined = pose;
             spent = out.iterations;
         }
         let left = SolveSettings { max_iterations: (settings.max_iterations - spent).max(1), ..settings };
-        let mut reaching = self.solve_reaching(problem, &start_pose, left)?;
+        let mut reaching = self.solve_reaching(problem, start_pose, left)?;
         reaching.iterations += spent;
         let left = settings.max_iterations.saturating_sub(reaching.iterations);
         if reaching.reached && left > 0 {
-            let mut pose = reaching.pose.clone();
+            // (In a buffer kept between solves; the answer goes into `reaching`'s own.)
+            let mut pose = std::mem::take(&mut self.refined);
+            pose.clone_from(&reaching.pose);
             let out = self.dls.refine_toward(problem, &mut pose, None, &self.reference, tol, PullBudget::only(left));
             if out.reached {
                 // (The steps keep each quaternion near the one they started from: FABRIK's, which
                 // `settle` put in its start's hemisphere; again, for the sign.)
                 settle(problem, &self.start_locals, &mut pose.rotations);
-                return Ok(Solution::of_solved(problem, pose, self.dls.frames(), reaching.iterations + out.iterations, StopReason::Converged, tol));
+                std::mem::swap(&mut reaching.pose, &mut pose);
+                let iterations = reaching.iterations + out.iterations;
+                reaching.solved_again(problem, self.dls.frames(), iterations, StopReason::Converged, tol);
             }
+            self.refined = pose;
         }
         Ok(reaching)
     }
@@ -233,10 +265,7 @@ impl Fabrik {
             // From the start when it is near the answer (tracking), else from the reference.
             let near = starts_near(problem, &self.frames);
             let (mut pose, frames) = if near { (start_pose, &self.frames) } else { (self.reference.clone(), &self.reference_frames) };
-            let budget = (settings.max_iterations / 2).max(1);
-            // (The half of the budget kept for FABRIK's reaching is the restart's, should the
-            // steps meet the goals.)
-            let out = self.dls.refine_toward(problem, &mut pose, Some(frames), &self.reference, tol, PullBudget { steps: budget, restart: settings.max_iterations.saturating_sub(budget) });
+            let out = self.dls.refine_toward(problem, &mut pose, Some(frames), &self.reference, tol, PullBudget::halves(settings.max_iterations));
             spent = out.iterations;
             settle(problem, &self.start_locals, &mut pose.rotations);
             let sol = Solution::of_solved(problem, pose, self.dls.frames(), spent, stop(out.reached, spent), tol);
