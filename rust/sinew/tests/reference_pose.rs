@@ -495,3 +495,27 @@ fn a_pull_that_ends_unsettled_restarts_so_a_warm_frame_is_its_cold_solve() {
         assert!(apart <= 1e-3, "{frame} {method:?}: warm and cold answers {apart:e} rad apart");
     }
 }
+
+/// A solve toward a reference takes at most its `max_iterations`, however small, on every
+/// path: the steps, their restart, and FABRIK's reaching after steps that missed.
+#[test]
+fn a_solve_toward_a_reference_keeps_to_its_iteration_cap() {
+    let before = load("real_motion/nopoles_getup_facedown_0023.json");
+    let frame = load("real_motion/nopoles_getup_facedown_0024.json");
+    // (And with stretchy forearms, FABRIK's other path.)
+    let mut stretchy = frame.problem.clone();
+    for bone in ["forearm.L", "forearm.R"] {
+        let limit = JointLimit { stretch: 0.1, ..stretchy.rig().bone(stretchy.rig().find(bone).unwrap()).limit };
+        stretchy.set_limit(bone, limit).unwrap();
+    }
+    for (problem, method) in [(&frame.problem, Method::Fabrik), (&frame.problem, Method::Dls), (&stretchy, Method::Fabrik)] {
+        for max_iterations in [1, 2, 3, 5, 9, 10, 17, 40, 100] {
+            let settings = SolveSettings { max_iterations, ..frame.settings };
+            let mut solver = method.solver(settings).unwrap();
+            for start in [&frame.pose, &before.pose] {
+                let sol = solver.solve(problem, start).unwrap();
+                assert!(sol.iterations <= max_iterations, "{method:?} (stretchy: {}) at {max_iterations}: {} iterations", problem.stretches(), sol.iterations);
+            }
+        }
+    }
+}

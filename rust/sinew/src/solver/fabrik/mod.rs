@@ -201,6 +201,12 @@ impl Fabrik {
             }
             self.refined = pose;
             spent = out.iterations;
+            if spent >= settings.max_iterations {
+                // Nothing left for FABRIK's reaching: the steps' pose, as far as they got.
+                let mut answer = self.refined.clone();
+                settle(problem, &self.start_locals, &mut answer.rotations);
+                return Ok(Solution::of_solved(problem, answer, self.dls.frames(), spent, StopReason::IterationLimit, tol));
+            }
         }
         let left = SolveSettings { max_iterations: (settings.max_iterations - spent).max(1), ..settings };
         let mut reaching = self.solve_reaching(problem, start_pose, left)?;
@@ -269,7 +275,8 @@ impl Fabrik {
             spent = out.iterations;
             settle(problem, &self.start_locals, &mut pose.rotations);
             let sol = Solution::of_solved(problem, pose, self.dls.frames(), spent, stop(out.reached, spent), tol);
-            if sol.reached {
+            if sol.reached || spent >= settings.max_iterations {
+                // (Reached, or nothing left for FABRIK's reaching.)
                 return Ok(sol);
             }
             stalled = Some(sol);
