@@ -127,6 +127,14 @@ const FINISH_ITERATIONS: u32 = 8;
 /// along a bound leaves it by the second order of its steps (the clamp's direction is not
 /// exactly the bound's normal), and would be released and caught again at every pull.
 const AT_BOUND: f64 = 1e-3;
+/// How far (radians) [`DlsSteps::refresh_blocked`] turns a held bone out along its blocked
+/// direction to find the direction its clamp removes now: past its bound by at least
+/// [`AT_BOUND`], the farthest inside it a held bone may be.
+const BOUND_PROBE: f64 = 2.0 * AT_BOUND;
+/// `tan(θ / 2)` for θ a tenth of [`BOUND_PROBE`] (to round-off), for [`turns_more_than`]: a
+/// probe the clamp moved by less is not counted as caught (its bone is held a little inside its
+/// bound), and the direction its clamp removed would be mostly round-off.
+const PROBE_CAUGHT_TAN_HALF: f64 = 1.000_000_003_333_333_5e-4;
 /// After the steps toward the reference, the plain steps close the goals to this fraction of
 /// the tolerance, not just within it: the pull leaves them anywhere in its band (up to ten
 /// tolerances, [`RELAX_BAND`]), and a finish that stopped as soon as they were within the
@@ -290,11 +298,6 @@ pub(crate) struct DlsSteps {
     /// The last pose a pull toward the reference kept with every goal met (see
     /// [`DlsSteps::refine_toward`]).
     met: Pose,
-    /// Whether the last run's pull toward the reference ended without settling (after
-    /// [`RELAX_ITERATIONS`] pulls while a limit held a bone, [`FINISH_ITERATIONS`] before its
-    /// budget ended, with its shortest pull rejected, or with every joint held at a bound):
-    /// [`DlsSteps::refine_toward`] restarts it.
-    unsettled: bool,
     /// The pose a restarted pull started from, kept should the restart not meet the goals.
     before_restart: Pose,
 }
@@ -304,8 +307,7 @@ pub(crate) struct DlsSteps {
 pub(crate) struct PullBudget {
     /// The steps of its run.
     pub steps: u32,
-    /// Steps more (beyond what the run left of `steps`) for a pull restarted after it ended
-    /// without settling.
+    /// Steps more (beyond what the run left of `steps`) for the pull's restart after it.
     pub restart: u32,
 }
 
@@ -407,41 +409,93 @@ impl DlsSteps {
     /// 46 -> 25 without poles and 18 -> 7 with them, the mean joint error 32.0 -> 32.8 and
     /// 18.1 -> 18.0 mm.
     ///
-    /// A pull that ends without settling (after [`RELAX_ITERATIONS`] pulls while a limit holds a
-    /// bone, [`FINISH_ITERATIONS`] before its budget ends, with its shortest pull rejected, or
-    /// with every joint held at a bound) but meets the goals is run once more from where it
-    /// ended, with what is left of `budget.steps` and `budget.restart` more: the active set
-    /// empty, the pull at its full length and no momentum (an adaptive restart, as momentum
-    /// methods are restarted when their steps stop making progress: O'Donoghue & Candès,
-    /// "Adaptive restart for accelerated gradient schemes", 2015). Should that run not meet the
-    /// goals, the first run's answer stands. The first run ends where its path left it, so
-    /// two starts of one problem (a warm frame and the cold solve of that frame) ended apart;
-    /// the restart brings them together. On the real-motion problems exported from the add-on
-    /// (2224 solves, each clip warm-started frame to frame), warm answers more than 1e-3 rad from
-    /// the cold solve of the same frame went 506 -> 400 (more than 1e-2 rad 182 -> 70, more than
-    /// 0.1 rad 30 -> 14) for 27% more iterations (29.4 -> 37.4 a frame); twice the budget in one
-    /// run instead gave 471 (159, 27).
+    /// A run that meets the goals is followed by a second from where it ended, with what is left
+    /// of `budget.steps` and `budget.restart` more: the active set empty, the pull at its full
+    /// length and no momentum (an adaptive restart, as momentum methods are restarted when their
+    /// steps stop making progress: O'Donoghue & Candès, "Adaptive restart for accelerated
+    /// gradient schemes", 2015). Should that run not meet the goals, or not finish them as
+    /// closely as the first, the first run's answer stands. The first run ends where its path
+    /// left it (settled, after [`RELAX_ITERATIONS`] pulls while a limit holds a bone, with its
+    /// shortest pull rejected, ...), so two starts of one problem (a warm frame and the cold
+    /// solve of that frame) ended apart; the restart brings them together.
+    ///
+    /// Every run is restarted, not only one that ends unsettled: which way a run ends is itself
+    /// a choice a target moved by round-off can flip (a first run that settles at its 39th pull
+    /// or is stopped at its 40th), and restarting one but not the other moved the answer by up
+    /// to 4e-3 rad. Measured on the real-motion problems exported from the add-on (2224 solves;
+    /// each warm-started frame to frame as a bake does and cold from its reference, and each cold
+    /// solve repeated with every target moved by 1e-12 m and by 1e-10 m, three times):
+    ///
+    /// | restarted | solves a 1e-12 m move changes by > 1e-6 rad | a 1e-10 m move, by > 1e-4 rad | warm answers > 1e-3 rad from their cold solves | iterations a frame |
+    /// |---|---|---|---|---|
+    /// | runs that end unsettled | 12 | 12 | 400 | 37.4 |
+    /// | every run | 1 | 2 | 347 | 45.2 |
+    /// | every run, held bones' directions refreshed ([`DlsSteps::refresh_blocked`]) | 1 | 0 | 291 | 44.6 |
+    /// | none, directions refreshed | 3 | 1 | 439 | 29.1 |
+    ///
+    /// (A third run made answers less continuous, 158 solves moved by a 1e-12 m move: it ends on
+    /// its budget. The restart's first pull at 1/16 of full length saved 9% of the iterations
+    /// but stopped short, a tested warm frame 4e-3 rad from its cold solve.) Before restarts,
+    /// 506 warm answers were beyond 1e-3 rad at 29.4 iterations a frame.
     pub(crate) fn refine_toward(&mut self, problem: &Problem, pose: &mut Pose, fk: Option<&Frames>, reference: &Pose, tolerance: f64, budget: PullBudget) -> DlsOutcome {
         let mut r = self.reference.take().unwrap_or_else(|| std::mem::take(&mut self.spare_reference));
         r.clone_from(reference);
         self.reference = Some(r);
         let first = self.run(problem, pose, fk, tolerance, budget.steps, None);
         let left = budget.steps.saturating_sub(first.iterations).saturating_add(budget.restart);
-        if !(first.reached && self.unsettled && left > FINISH_ITERATIONS) {
+        if !(first.reached && left > FINISH_ITERATIONS) {
             return first;
         }
         self.before_restart.clone_from(pose);
+        let finished = self.all_reached(problem, tolerance * FINISH_FRACTION);
         // (It stops as near where its steps converge as the first run was to: a cold solve's
         // restart starts on the goals, where `run` would take it for a warm one, and would stop
         // within [`SETTLED_NEAR`]; a target moved by round-off could then move the answer by
         // that much.)
         let again = self.run(problem, pose, None, tolerance, left, Some(self.settled));
-        if !again.reached {
-            // The restart lost the goals: the first answer stands.
+        if !again.reached || (finished && !self.all_reached(problem, tolerance * FINISH_FRACTION)) {
+            // The restart lost the goals, or did not finish them as closely as the first run
+            // (its budget ended): the first answer stands.
             pose.clone_from(&self.before_restart);
             evaluate(problem, &self.tree_poles, pose, &mut self.frames, &mut self.residual);
         }
         DlsOutcome { iterations: first.iterations + again.iterations, reached: self.all_reached(problem, tolerance) }
+    }
+
+    /// The active set before a pull (at `pose`, whose frames are `self.frames`) is the bones at
+    /// a bound: a direction blocked by a step that overshot (the steps that reach the goals keep
+    /// it while they pull the bone back) would hold a bone off its bound, where no limit holds
+    /// it, so a held bone more than [`AT_BOUND`] inside is released. A bone still at its bound
+    /// gets the direction its clamp removes now ([`clamp_direction`] of a turn [`BOUND_PROBE`]
+    /// out along the old one): the direction was recorded in world space when the clamp caught
+    /// the bone, and its parents' turns and its own slide along the bound move the bound's
+    /// normal since, so the pull's projection left part of the way along the bound blocked and
+    /// the pull settled short of the nearest pose. On the real-motion problems (see
+    /// [`DlsSteps::refine_toward`]) warm answers more than 1e-3 rad from their cold solves went
+    /// 400 -> 332 with it alone (restarting only runs that end unsettled), at the same
+    /// iterations, and 347 -> 291 where every run is restarted.
+    fn refresh_blocked(&mut self, problem: &Problem, pose: &Pose) {
+        for (b, v) in self.blocked.iter_mut().enumerate() {
+            let Some(inward) = *v else { continue };
+            let limit = &problem.rig().bone(b).limit;
+            let state = limit.state(pose.rotations[b], AT_BOUND);
+            // (A bone whose twist is locked always reads as at its twist bound; only its swing
+            // can hold it.)
+            let twist_holds = state.twist_at_bound && !limit.freedom().holds_twist();
+            if !state.swing_at_bound && !twist_holds {
+                *v = None;
+                continue;
+            }
+            let (world, local) = (self.frames.rotations[b], pose.rotations[b]);
+            let wanted = renormalize(local * from_rotation_vector(world.conjugate() * (inward * -BOUND_PROBE)));
+            let clamped = limit.clamp(wanted);
+            // (A probe the clamp barely caught keeps the old direction.)
+            if turns_more_than(clamped, wanted, PROBE_CAUGHT_TAN_HALF)
+                && let Some(normal) = clamp_direction(world, local, wanted, clamped)
+            {
+                *v = Some(normal);
+            }
+        }
     }
 
     /// No reference for the next run (its buffer kept for the next that has one).
@@ -470,7 +524,6 @@ impl DlsSteps {
             + self.tree_poles.len();
         self.blocked.clear();
         self.blocked.resize(rig.len(), None);
-        self.unsettled = false;
         self.holding = false;
         self.pulling = false;
         for v in [&mut self.residual, &mut self.trial_residual, &mut self.rhs, &mut self.spare_residual] {
@@ -535,34 +588,18 @@ impl DlsSteps {
                 // Out of steps toward the reference: the last few finish the goals, so that a
                 // short budget still ends on them.
                 relaxing = false;
-                self.unsettled = true;
             }
             if relaxing && pulled >= RELAX_ITERATIONS && self.blocked.iter().any(Option::is_some) {
                 // Limits that bind can keep the pull and the goals' corrections trading off;
                 // past this many steps the pose is near enough the reference: finish the goals.
                 relaxing = false;
-                self.unsettled = true;
             }
             // Far from the goals the steps only close them (the least joint motion); near
             // them (within the band) they also move toward the reference.
             let pulling = relaxing && error <= band;
             self.pulling = pulling;
             if pulling {
-                // The active set is the bones at a bound: a direction blocked by a step that
-                // overshot (the steps that reach the goals keep it while they pull the bone back)
-                // would hold a bone off its bound, where no limit holds it.
-                for (b, v) in self.blocked.iter_mut().enumerate() {
-                    if v.is_some() {
-                        let limit = &problem.rig().bone(b).limit;
-                        let state = limit.state(pose.rotations[b], AT_BOUND);
-                        // (A bone whose twist is locked always reads as at its twist bound; only
-                        // its swing can hold it.)
-                        let twist_holds = state.twist_at_bound && !limit.freedom().holds_twist();
-                        if !state.swing_at_bound && !twist_holds {
-                            *v = None;
-                        }
-                    }
-                }
+                self.refresh_blocked(problem, pose);
             }
             // `self.frames` and `self.residual` are those of `pose`.
             self.linearize(problem);
@@ -573,7 +610,6 @@ impl DlsSteps {
                     // Every joint is held at a bound (hinges at theirs have no axis while the
                     // steps pull): nothing is left to pull; plain steps finish the goals.
                     relaxing = false;
-                    self.unsettled = true;
                     continue;
                 }
                 break;
@@ -774,7 +810,6 @@ impl DlsSteps {
                     // as its steps can (damping harder only makes its projection less exact);
                     // plain steps finish the goals.
                     relaxing = false;
-                    self.unsettled = true;
                     continue;
                 }
                 // (With the out-of-reach floor in force, four times the λ² the step had.)
@@ -1400,15 +1435,21 @@ impl DlsSteps {
             }
             let clamped = limit.clamp(wanted);
             if clamped != wanted && turns_more_than(clamped, wanted, CLAMPED_TAN_HALF) {
-                // The world direction the clamp removed: base · rotvec(clamped · wanted⁻¹).
-                let base = world * local.conjugate();
-                self.blocked[b] = (base * rotation_vector((clamped * wanted.conjugate()).normalize())).try_normalize();
+                self.blocked[b] = clamp_direction(world, local, wanted, clamped);
                 self.last_step_clamped = true;
             }
             trial.rotations[b] = clamped;
         }
         largest
     }
+}
+
+/// The world direction (unit) a bone's clamp removed, the clamp having taken its local rotation
+/// `wanted` to `clamped`, when its world rotation is `world` at local rotation `local`:
+/// `base · rotvec(clamped · wanted⁻¹)` with `base = world · local⁻¹` (its parent's world rotation
+/// and its rest). `None` when the clamp removed nothing.
+fn clamp_direction(world: DQuat, local: DQuat, wanted: DQuat, clamped: DQuat) -> Option<DVec3> {
+    ((world * local.conjugate()) * rotation_vector((clamped * wanted.conjugate()).normalize())).try_normalize()
 }
 
 /// The gain of a bone's length with [`crate::JointLimit::stretch`] `stretch` (above 0), as
