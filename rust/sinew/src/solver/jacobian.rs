@@ -409,8 +409,9 @@ impl DlsSteps {
     /// 46 -> 25 without poles and 18 -> 7 with them, the mean joint error 32.0 -> 32.8 and
     /// 18.1 -> 18.0 mm.
     ///
-    /// A run that meets the goals is followed by a second from where it ended, with what is left
-    /// of `budget.steps` and `budget.restart` more: the active set empty, the pull at its full
+    /// Where a bone the steps turn has a limit, a run that meets the goals is followed by a
+    /// second from where it ended, with what is left of `budget.steps` and `budget.restart`
+    /// more: the active set empty, the pull at its full
     /// length and no momentum (an adaptive restart, as momentum methods are restarted when their
     /// steps stop making progress: O'Donoghue & Candès, "Adaptive restart for accelerated
     /// gradient schemes", 2015). Should that run not meet the goals, or not finish them as
@@ -419,7 +420,7 @@ impl DlsSteps {
     /// shortest pull rejected, ...), so two starts of one problem (a warm frame and the cold
     /// solve of that frame) ended apart; the restart brings them together.
     ///
-    /// Every run is restarted, not only one that ends unsettled: which way a run ends is itself
+    /// Every such run is restarted, not only one that ends unsettled: which way a run ends is itself
     /// a choice a target moved by round-off can flip (a first run that settles at its 39th pull
     /// or is stopped at its 40th), and restarting one but not the other moved the answer by up
     /// to 4e-3 rad. Measured on the real-motion problems exported from the add-on (2224 solves;
@@ -436,14 +437,21 @@ impl DlsSteps {
     /// (A third run made answers less continuous, 158 solves moved by a 1e-12 m move: it ends on
     /// its budget. The restart's first pull at 1/16 of full length saved 9% of the iterations
     /// but stopped short, a tested warm frame 4e-3 rad from its cold solve.) Before restarts,
-    /// 506 warm answers were beyond 1e-3 rad at 29.4 iterations a frame.
+    /// 506 warm answers were beyond 1e-3 rad at 29.4 iterations a frame. Without limits there
+    /// is no active set to change under the pull, and its runs settle where it converges: none
+    /// is restarted (on the paper's humanoid, tracked with the rest pose as the reference, warm
+    /// answers stay within 5.9e-4 rad of cold ones at 26.3 iterations a frame; every run
+    /// restarted took 32.8). The restart is what limits cost most: the constrained humanoid's
+    /// tracking took 48.3 iterations a frame against 25.2 (benchmarks.md §3).
     pub(crate) fn refine_toward(&mut self, problem: &Problem, pose: &mut Pose, fk: Option<&Frames>, reference: &Pose, tolerance: f64, budget: PullBudget) -> DlsOutcome {
         let mut r = self.reference.take().unwrap_or_else(|| std::mem::take(&mut self.spare_reference));
         r.clone_from(reference);
         self.reference = Some(r);
         let first = self.run(problem, pose, fk, tolerance, budget.steps, None);
         let left = budget.steps.saturating_sub(first.iterations).saturating_add(budget.restart);
-        if !(first.reached && left > FINISH_ITERATIONS) {
+        // (The joints of the run, as `begin` collected them.)
+        let limited = self.joints.iter().any(|j| j.stretch.is_none() && j.bone.is_some_and(|b| problem.rig().bone(b).limit.constrains_rotation()));
+        if !(first.reached && limited && left > FINISH_ITERATIONS) {
             return first;
         }
         self.before_restart.clone_from(pose);
