@@ -40,7 +40,7 @@ static GLOBAL: Counting = Counting;
 #[test]
 fn warm_started_tracking_allocates_only_the_solution() {
     // (With the rest pose as the reference, the steps that pull toward it: their active set
-    // and the restart of a pull that ends without settling.)
+    // and the restart of a run where limits hold bones.)
     for (file, method, toward_rest) in [
         ("paper_humanoid13.json", Method::Fabrik, false),
         ("paper_humanoid13_constrained.json", Method::Fabrik, false),

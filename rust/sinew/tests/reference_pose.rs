@@ -468,9 +468,9 @@ fn goals_are_met_well_within_the_tolerance_toward_a_reference() {
 /// it) and cold from its reference (as Solve IK at that frame does) gives the same pose, within
 /// the 1e-3 rad per bone, where the cold solve's pull (and on crawl the warm one's too)
 /// ended without settling: 0.10 rad apart on crawl's frame 167 and 0.085 on getup_facedown's
-/// frame 24 before such a pull was restarted (`tests/data/real_motion`).
+/// frame 24 before the pull was restarted (`tests/data/real_motion`).
 #[test]
-fn a_pull_that_ends_unsettled_restarts_so_a_warm_frame_is_its_cold_solve() {
+fn a_restarted_pull_makes_a_warm_frame_its_cold_solve() {
     let cases = [
         ("nopoles_crawl_0166", "nopoles_crawl_0167", Method::Fabrik),
         ("nopoles_getup_facedown_0023", "nopoles_getup_facedown_0024", Method::Fabrik),

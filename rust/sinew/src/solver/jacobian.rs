@@ -131,10 +131,11 @@ const AT_BOUND: f64 = 1e-3;
 /// direction to find the direction its clamp removes now: past its bound by at least
 /// [`AT_BOUND`], the farthest inside it a held bone may be.
 const BOUND_PROBE: f64 = 2.0 * AT_BOUND;
-/// `tan(θ / 2)` for θ a tenth of [`BOUND_PROBE`] (to round-off), for [`turns_more_than`]: a
-/// probe the clamp moved by less is not counted as caught (its bone is held a little inside its
-/// bound), and the direction its clamp removed would be mostly round-off.
-const PROBE_CAUGHT_TAN_HALF: f64 = 1.000_000_003_333_333_5e-4;
+/// `tan(θ / 2)` for θ a tenth of [`BOUND_PROBE`] (to round-off: the tangent's next term is 3e-9
+/// of it), for [`turns_more_than`]: a probe the clamp moved by less is not counted as caught (its
+/// bone is held a little inside its bound), and the direction its clamp removed would be mostly
+/// round-off.
+const PROBE_CAUGHT_TAN_HALF: f64 = 0.5 * (0.1 * BOUND_PROBE);
 /// After the steps toward the reference, the plain steps close the goals to this fraction of
 /// the tolerance, not just within it: the pull leaves them anywhere in its band (up to ten
 /// tolerances, [`RELAX_BAND`]), and a finish that stopped as soon as they were within the
@@ -298,7 +299,8 @@ pub(crate) struct DlsSteps {
     /// The last pose a pull toward the reference kept with every goal met (see
     /// [`DlsSteps::refine_toward`]).
     met: Pose,
-    /// The pose a restarted pull started from, kept should the restart not meet the goals.
+    /// The pose a restarted pull started from, kept should the restart not meet the goals (or
+    /// end further from them than it without finishing them).
     before_restart: Pose,
 }
 
@@ -414,8 +416,9 @@ impl DlsSteps {
     /// more: the active set empty, the pull at its full
     /// length and no momentum (an adaptive restart, as momentum methods are restarted when their
     /// steps stop making progress: O'Donoghue & Candès, "Adaptive restart for accelerated
-    /// gradient schemes", 2015). Should that run not meet the goals, or not finish them as
-    /// closely as the first, the first run's answer stands. The first run ends where its path
+    /// gradient schemes", 2015). Should that run not meet the goals, or end further from them
+    /// than the first without finishing them (to [`FINISH_FRACTION`] of the tolerance), the first
+    /// run's answer stands. The first run ends where its path
     /// left it (settled, after [`RELAX_ITERATIONS`] pulls while a limit holds a bone, with its
     /// shortest pull rejected, ...), so two starts of one problem (a warm frame and the cold
     /// solve of that frame) ended apart; the restart brings them together.
@@ -441,29 +444,39 @@ impl DlsSteps {
     /// is no active set to change under the pull, and its runs settle where it converges: none
     /// is restarted (on the paper's humanoid, tracked with the rest pose as the reference, warm
     /// answers stay within 5.9e-4 rad of cold ones at 26.3 iterations a frame; every run
-    /// restarted took 32.8). The restart is what limits cost most: the constrained humanoid's
-    /// tracking took 48.3 iterations a frame against 25.2 (benchmarks.md §3).
+    /// restarted took 32.8). Where limits bind almost everywhere it costs most: the constrained
+    /// humanoid's tracking took 48.3 iterations a frame against 25.2 (37 with the restart but no
+    /// refreshed directions; benchmarks.md §3).
     pub(crate) fn refine_toward(&mut self, problem: &Problem, pose: &mut Pose, fk: Option<&Frames>, reference: &Pose, tolerance: f64, budget: PullBudget) -> DlsOutcome {
         let mut r = self.reference.take().unwrap_or_else(|| std::mem::take(&mut self.spare_reference));
         r.clone_from(reference);
         self.reference = Some(r);
         let first = self.run(problem, pose, fk, tolerance, budget.steps, None);
         let left = budget.steps.saturating_sub(first.iterations).saturating_add(budget.restart);
-        // (The joints of the run, as `begin` collected them.)
-        let limited = self.joints.iter().any(|j| j.stretch.is_none() && j.bone.is_some_and(|b| problem.rig().bone(b).limit.constrains_rotation()));
+        // (The joints of the run, as `begin` collected them. A bone whose only limit locks its
+        // twist is never held at a bound: it swings only.)
+        let limited = self.joints.iter().any(|j| {
+            j.stretch.is_none()
+                && j.bone.is_some_and(|b| {
+                    let limit = &problem.rig().bone(b).limit;
+                    limit.bounds_swing() || (limit.twist.is_some() && !self.freedom[b].holds_twist())
+                })
+        });
         if !(first.reached && limited && left > FINISH_ITERATIONS) {
             return first;
         }
         self.before_restart.clone_from(pose);
-        let finished = self.all_reached(problem, tolerance * FINISH_FRACTION);
+        let first_error: f64 = self.residual.iter().map(|r| r * r).sum();
         // (It stops as near where its steps converge as the first run was to: a cold solve's
         // restart starts on the goals, where `run` would take it for a warm one, and would stop
         // within [`SETTLED_NEAR`]; a target moved by round-off could then move the answer by
         // that much.)
         let again = self.run(problem, pose, None, tolerance, left, Some(self.settled));
-        if !again.reached || (finished && !self.all_reached(problem, tolerance * FINISH_FRACTION)) {
-            // The restart lost the goals, or did not finish them as closely as the first run
-            // (its budget ended): the first answer stands.
+        let again_error: f64 = self.residual.iter().map(|r| r * r).sum();
+        if !again.reached || !(self.all_reached(problem, tolerance * FINISH_FRACTION) || again_error <= first_error) {
+            // The restart lost the goals, or its budget ended before it finished them (to the
+            // finish's fraction of the tolerance) and it left them further off than the first
+            // run: the first answer stands.
             pose.clone_from(&self.before_restart);
             evaluate(problem, &self.tree_poles, pose, &mut self.frames, &mut self.residual);
         }
@@ -481,7 +494,10 @@ impl DlsSteps {
     /// the pull settled short of the nearest pose. On the real-motion problems (see
     /// [`DlsSteps::refine_toward`]) warm answers more than 1e-3 rad from their cold solves went
     /// 400 -> 332 with it alone (restarting only runs that end unsettled), at the same
-    /// iterations, and 347 -> 291 where every run is restarted.
+    /// iterations there, and 347 -> 291 where every run is restarted. A hinge's direction is its
+    /// axis, turned with the bone (its clamp removes whatever of a probe is off the axis, so a
+    /// probe would keep an old tilt and grow it). A bone that swings only is probed as the steps
+    /// turn it, keeping its twist ([`turned_local`]).
     fn refresh_blocked(&mut self, problem: &Problem, pose: &Pose) {
         for (b, v) in self.blocked.iter_mut().enumerate() {
             let Some(inward) = *v else { continue };
@@ -495,7 +511,12 @@ impl DlsSteps {
                 continue;
             }
             let (world, local) = (self.frames.rotations[b], pose.rotations[b]);
-            let wanted = renormalize(local * from_rotation_vector(world.conjugate() * (inward * -BOUND_PROBE)));
+            if let Freedom::Hinge(h) = self.freedom[b] {
+                let axis = world * h.axis;
+                *v = Some(if axis.dot(inward) < 0.0 { -axis } else { axis });
+                continue;
+            }
+            let wanted = turned_local(world, local, inward * -BOUND_PROBE, self.freedom[b].holds_twist().then(|| self.kept_twist[b]));
             let clamped = limit.clamp(wanted);
             // (A probe the clamp barely caught keeps the old direction.)
             if turns_more_than(clamped, wanted, PROBE_CAUGHT_TAN_HALF)
@@ -1430,17 +1451,11 @@ impl DlsSteps {
                 + toward;
             largest = largest.max(turn.length());
             let turn = turn + onto_bound;
-            // World turn `turn` about the bone's head. With world = base · local,
-            // exp(ω) · world = base · local · exp(world⁻¹ ω).
+            // World turn `turn` about the bone's head.
             let world = if from_trial { self.trial_frames.rotations[b] } else { self.frames.rotations[b] };
             let local = pose.rotations[b];
-            let mut wanted = renormalize(local * from_rotation_vector(world.conjugate() * turn));
+            let wanted = turned_local(world, local, turn, self.freedom[b].holds_twist().then(|| self.kept_twist[b]));
             let limit = &rig.bone(b).limit;
-            if self.freedom[b].holds_twist() {
-                // Swing only: the twist stays the kept one (the steps' swings would drift it at
-                // second order).
-                wanted = (swing_twist_y(wanted).0 * self.kept_twist[b]).normalize();
-            }
             let clamped = limit.clamp(wanted);
             if clamped != wanted && turns_more_than(clamped, wanted, CLAMPED_TAN_HALF) {
                 self.blocked[b] = clamp_direction(world, local, wanted, clamped);
@@ -1449,6 +1464,19 @@ impl DlsSteps {
             trial.rotations[b] = clamped;
         }
         largest
+    }
+}
+
+/// The local rotation a bone asks for when a step turns it by the world turn `turn` about its
+/// head, at world rotation `world` and local rotation `local`: with world = base · local,
+/// exp(ω) · world = base · local · exp(world⁻¹ ω). A bone that swings only keeps `kept_twist`
+/// (the steps' swings would drift its twist at second order).
+#[inline(always)]
+fn turned_local(world: DQuat, local: DQuat, turn: DVec3, kept_twist: Option<DQuat>) -> DQuat {
+    let wanted = renormalize(local * from_rotation_vector(world.conjugate() * turn));
+    match kept_twist {
+        Some(twist) => (swing_twist_y(wanted).0 * twist).normalize(),
+        None => wanted,
     }
 }
 
