@@ -413,20 +413,19 @@ impl DlsSteps {
     ///
     /// Where a bone the steps turn has a limit, a run that meets the goals is followed by a
     /// second from where it ended, with what is left of `budget.steps` and `budget.restart`
-    /// more: the active set empty, the pull at its full
-    /// length and no momentum (an adaptive restart, as momentum methods are restarted when their
-    /// steps stop making progress: O'Donoghue & Candès, "Adaptive restart for accelerated
-    /// gradient schemes", 2015). Should that run not meet the goals, or end further from them
-    /// than the first without finishing them (to [`FINISH_FRACTION`] of the tolerance), the first
-    /// run's answer stands. The first run ends where its path
-    /// left it (settled, after [`RELAX_ITERATIONS`] pulls while a limit holds a bone, with its
-    /// shortest pull rejected, ...), so two starts of one problem (a warm frame and the cold
-    /// solve of that frame) ended apart; the restart brings them together.
+    /// more: the active set empty, the pull at its full length and no momentum (an adaptive
+    /// restart, as momentum methods are restarted when their steps stop making progress:
+    /// O'Donoghue & Candès, "Adaptive restart for accelerated gradient schemes", 2015). Should
+    /// that run not meet the goals, or end further from them than the first without finishing
+    /// them (to [`FINISH_FRACTION`] of the tolerance), the first run's answer stands. The first
+    /// run ends where its path left it (settled, after [`RELAX_ITERATIONS`] pulls while a limit
+    /// holds a bone, with its shortest pull rejected, ...), so two starts of one problem (a warm
+    /// frame and the cold solve of that frame) ended apart; the restart brings them together.
     ///
-    /// Every such run is restarted, not only one that ends unsettled: which way a run ends is itself
-    /// a choice a target moved by round-off can flip (a first run that settles at its 39th pull
-    /// or is stopped at its 40th), and restarting one but not the other moved the answer by up
-    /// to 4e-3 rad. Measured on the real-motion problems exported from the add-on (2224 solves;
+    /// Every such run is restarted, not only one that ends unsettled: which way a run ends is
+    /// itself a choice a target moved by round-off can flip (a first run that settles at its 39th
+    /// pull or is stopped at its 40th), and restarting one but not the other moved the answer by
+    /// up to 4e-3 rad. Measured on the real-motion problems exported from the add-on (2224 solves;
     /// each warm-started frame to frame as a bake does and cold from its reference, and each cold
     /// solve repeated with every target moved by 1e-12 m and by 1e-10 m, three times):
     ///
