@@ -75,6 +75,9 @@ as Solve IK would solve it there (`pipeline.export_problem`: the pose before IK 
 reference); each is solved on its own, and the frames where some bone of the bake's answer
 (warm-started from the frame before) differs from that solve by more than 1e-3 rad (the
 natural-poses issue's bound) are counted, with those beyond 1e-2 rad and the largest difference.
+Round-off (the same exported problems): each solved again with every target moved by 1e-12 m in
+three random directions (seeded), and the frames where some bone moves by more than 1e-6 rad
+counted (the issue's continuity bound), with the largest move.
 
 Results: bench/results/real_motion.json and real_motion.md.
 """
@@ -112,6 +115,12 @@ POP_SLACK = 0.01
 # A bake's frame is the same pose as a solve of that frame alone from its reference when no bone
 # differs by more than this (rad; the natural-poses issue's bound on the warm start).
 WARM_COLD = 1e-3
+# The issue's continuity: a target moved by ROUND_OFF_MOVE (every target of a frame, in
+# ROUND_OFF_TRIES random directions) moves no bone of the frame's single solve by more than
+# ROUND_OFF_TURN.
+ROUND_OFF_MOVE = 1e-12
+ROUND_OFF_TRIES = 3
+ROUND_OFF_TURN = 1e-6
 POLE_ANGLE = -math.pi / 2
 
 LEGACY_ITERATIONS = 500
@@ -655,19 +664,39 @@ def cold_problems(ob, frames, addon):
     return docs
 
 
+def largest_angle(a, b):
+    """The largest angle (rad) between corresponding rotations of ``a`` and ``b`` ((N, 4) each)."""
+    dots = np.abs(np.einsum("ni,ni->n", np.asarray(a), np.asarray(b)))
+    return float(np.max(2.0 * np.arccos(np.clip(dots, 0.0, 1.0))))
+
+
 def warm_vs_cold(docs, rotations):
     """Per frame, the largest angle (rad) between a bone of the bake's answer (warm-started from
     the frame before; ``rotations`` (F, N, 4) in rig order) and the same bone of a solve of that
-    frame alone from its reference (``docs``, :func:`cold_problems`)."""
+    frame alone from its reference (``docs``, :func:`cold_problems`); and the largest angle that
+    solve moves by when every target moves by ``ROUND_OFF_MOVE`` (in ``ROUND_OFF_TRIES`` random
+    directions, the same on every run)."""
     import sinew
-    out = np.zeros(len(docs))
+    rng = np.random.default_rng(12)
+    apart, moved = np.zeros(len(docs)), np.zeros(len(docs))
     for k, text in enumerate(docs):
         rig, goals, solver, pose, root_t, root = sinew.load_problem(text)
-        sol = solver.solve(rig, goals, pose=pose, root_translation=root_t, root=root,
-                           reference=pose, reference_root_translation=root_t)
-        dots = np.abs(np.einsum("ni,ni->n", np.asarray(sol.rotations), rotations[k]))
-        out[k] = float(np.max(2.0 * np.arccos(np.clip(dots, 0.0, 1.0))))
-    return out
+
+        def solve():
+            return solver.solve(rig, goals, pose=pose, root_translation=root_t, root=root,
+                                reference=pose, reference_root_translation=root_t).rotations
+
+        cold = solve()
+        apart[k] = largest_angle(cold, rotations[k])
+        targets = [np.asarray(g.target, dtype=float) for g in goals]
+        for _ in range(ROUND_OFF_TRIES):
+            for g, t in zip(goals, targets):
+                d = rng.normal(size=3)
+                g.target = t + ROUND_OFF_MOVE * d / np.linalg.norm(d)
+            moved[k] = max(moved[k], largest_angle(solve(), cold))
+        for g, t in zip(goals, targets):
+            g.target = t
+    return apart, moved
 
 
 def run_sinew(truth, frames, variant, addon, check_cold=False):
@@ -696,10 +725,12 @@ def run_sinew(truth, frames, variant, addon, check_cold=False):
     poses = read_poses(ob, frames)
     cold = {}
     if docs is not None:
-        d = warm_vs_cold(docs, np.asarray(r.rotations))
+        d, moved = warm_vs_cold(docs, np.asarray(r.rotations))
         cold = {"warm_cold_max_rad": float(np.max(d)), "warm_cold_frames": int(np.count_nonzero(d > WARM_COLD)),
                 "warm_cold_frames_1e2": int(np.count_nonzero(d > 10 * WARM_COLD)),
-                "warm_cold_median_rad": float(np.median(d))}
+                "warm_cold_median_rad": float(np.median(d)),
+                "round_off_frames": int(np.count_nonzero(moved > ROUND_OFF_TURN)),
+                "round_off_max_rad": float(np.max(moved))}
     return poses, {**cold, "solve_s": r.solve_seconds, "wall_s": wall, "sample_s": r.sample_seconds,
                    "write_s": r.write_seconds, "per_frame": bool(r.per_frame), "muted": len(muted),
                    "frames_reached": int(np.sum(r.reached)), "iterations_mean": float(np.mean(r.iterations)),
@@ -833,6 +864,8 @@ def aggregate(rows):
         out["warm_cold_frames"] = sum(r["warm_cold_frames"] for r in rows)
         out["warm_cold_frames_1e2"] = sum(r["warm_cold_frames_1e2"] for r in rows)
         out["warm_cold_max_rad"] = max(r["warm_cold_max_rad"] for r in rows)
+        out["round_off_frames"] = sum(r["round_off_frames"] for r in rows)
+        out["round_off_max_rad"] = max(r["round_off_max_rad"] for r in rows)
     return out
 
 
@@ -881,7 +914,10 @@ def report(results, meta):
                           f"problem at that frame, exported by the add-on): {a['warm_cold_frames']} of {a['frames']} "
                           f"frames differ by more than {WARM_COLD:g} rad in some bone "
                           f"({a['warm_cold_frames_1e2']} by more than {10 * WARM_COLD:g} rad); the largest difference is "
-                          f"{a['warm_cold_max_rad']:.3f} rad.", ""]
+                          f"{a['warm_cold_max_rad']:.3f} rad. Every target of a frame moved by "
+                          f"{ROUND_OFF_MOVE:g} m ({ROUND_OFF_TRIES} random moves) moves a bone of that solve by more "
+                          f"than {ROUND_OFF_TURN:g} rad in {a['round_off_frames']} of {a['frames']} frames (at most "
+                          f"{a['round_off_max_rad']:.1e} rad).", ""]
     lines += ["**Mean error per joint, all clips (mm)**", "",
               "| solver | variant | " + " | ".join(JOINTS) + " |", "|---|---|" + "---|" * len(JOINTS)]
     for variant in meta["variants"]:
