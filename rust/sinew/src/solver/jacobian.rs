@@ -84,11 +84,30 @@ const RELAX_BAND_REACH: f64 = 1e-3;
 /// between kept and overshooting steps, because the goals' curvature makes the best length differ
 /// between directions (by a factor near 5 on a 10-bone chain).
 const PULL_MAX: f64 = 1.0;
-/// The shortest pull toward the reference (a rejected pull is quartered down to it, from
-/// [`PULL_MAX`]); when even it is rejected the pull ends. It used to go on, damping harder at
-/// every rejection: on real motion capture a solve spent 15 of its 50 steps so, and ended 0.07 mm
-/// off its goals.
+/// The shortest pull toward the reference (a rejected pull is shortened by [`PULL_SHRINK`] down
+/// to it, from [`PULL_MAX`]); when even it is rejected the pull ends. It used to go on, damping
+/// harder at every rejection: on real motion capture a solve spent 15 of its 50 steps so, and
+/// ended 0.07 mm off its goals.
 const PULL_MIN: f64 = 1e-3;
+/// A rejected pull is tried again this many times as long; a kept one makes the next
+/// [`PULL_GROW`] times as long (up to [`PULL_MAX`]). Halving and growing by half, against
+/// quartering and doubling, on the real-motion problems the add-on exports (2224 solves, each
+/// warm-started frame to frame as a bake does and cold from its reference): warm answers more
+/// than 1e-3 rad from their cold solves 291 -> 228, at 45.8 iterations a warm frame against 44.6
+/// (cold 61.6 against 62.2). Under a 1e-12 m move of every target (three random moves each) 2
+/// cold solves moved a bone by more than 1e-6 rad (by 6.5e-6 and 2.7e-6 rad) against 1 (by
+/// 5.9e-5): each a restart that ends at [`RELAX_ITERATIONS`] near a saddle of the distance, which
+/// one start leaves (its turn growing by a third a step) and another settles at first; which
+/// solves do is chance. Quartering let a pull whose length
+/// the goals' curvature limits to about 1/4 cycle through 1/8 (kept), 1/4 (kept) and 1/2
+/// (rejected), and ended the pull after five rejections in a row where the shortest pull it had
+/// not tried might still have been kept. Measured around it (shrink / grow: warm answers beyond
+/// 1e-3 rad, iterations a warm frame, before the finish's damping was reset after the pull):
+/// 0.25 / 2 291, 44.6; 0.4 / 1.5 275, 43.5; 0.5 / 1.25 238, 43.6; 0.5 / 2 231, 49.3; 0.6 / 1.5
+/// 224, 50.0; 0.7 / 1.5 235, 55.7.
+const PULL_SHRINK: f64 = 0.5;
+/// See [`PULL_SHRINK`].
+const PULL_GROW: f64 = 1.5;
 /// The most corrections a pull toward the reference gets to bring the goals back into the band
 /// ([`RELAX_BAND`]) before the pull is judged: the first is the chord step (or a Gauss–Newton step
 /// solved where the pull landed, when a limit took a bone), the second a Gauss–Newton step from
@@ -106,7 +125,12 @@ const PULL_CORRECTIONS: u32 = 2;
 /// 0, 0.3, 0.5 and 0.7 measured best: a 10-bone chain's 1000-frame bake took 13.2 iterations a
 /// frame against 20.3 with doubling pulls and no momentum, and on real motion capture
 /// (`bench/real_motion.py`) the mean joint error went 32.2 -> 32.0 mm without poles and
-/// 18.17 -> 18.12 mm with them.
+/// 18.17 -> 18.12 mm with them. Measured again with [`PULL_SHRINK`]'s halving: less momentum
+/// suits the real-motion problems (0.1: 205 warm answers beyond 1e-3 rad of their cold solves
+/// against 228, at 39.2 iterations a warm frame against 45.8) and the 10-bone chain's tracking
+/// with a rest reference (0.2: 8.7 iterations a frame against 10.7), but the paper humanoid's,
+/// without limits and so without restarts, took 49.0 (0.2) and 59.2 (0.15) iterations a frame
+/// against 26.9, its warm answers up to 2.5e-2 and 6.5e-2 rad from the cold solves (1.6e-4).
 const MOMENTUM: f64 = 0.3;
 /// The least gain a short bone gets toward a reference (see [`DlsSteps::collect_joints`]).
 const SHORT_BONE_GAIN: f64 = 0.1;
@@ -377,14 +401,15 @@ impl DlsSteps {
     /// are within a band ([`RELAX_BAND`] tolerances, or [`RELAX_BAND_REACH`] of the longest
     /// chain's reach), each step pulls, its second-order error is corrected by a chord step, and it
     /// is kept when it stays in the band and comes nearer the reference (or closes most of the
-    /// gap). A rejected step pulls a quarter as far, down to [`PULL_MIN`]; a kept one pulls twice as
-    /// far, up to [`PULL_MAX`], and the next pull adds [`MOMENTUM`] times its direction (a
-    /// rejected one drops it). The pull stops when the steps are within `settled` of their
-    /// limit (or after [`RELAX_ITERATIONS`] while a limit holds a bone, when even the shortest
-    /// pull is rejected, or [`FINISH_ITERATIONS`] before the budget ends), and plain steps finish
-    /// the goals, to [`FINISH_FRACTION`] of the tolerance. Where they cannot (the budget ends, or
-    /// limits hold the bones they need), the last pose the pull kept that met the goals as closely
-    /// is the answer. A bone whose twist is locked keeps the reference's twist.
+    /// gap). A rejected step pulls [`PULL_SHRINK`] as far, down to [`PULL_MIN`]; a kept one makes
+    /// the next pull [`PULL_GROW`] times as far, up to [`PULL_MAX`], and the next pull adds
+    /// [`MOMENTUM`] times its direction (a rejected one drops it). The pull stops when the steps
+    /// are within `settled` of their limit (or after [`RELAX_ITERATIONS`] while a limit holds a
+    /// bone, when even the shortest pull is rejected, or [`FINISH_ITERATIONS`] before the budget
+    /// ends), and plain steps finish the goals, to [`FINISH_FRACTION`] of the tolerance, from the
+    /// damping the steps had before the pull. Where they cannot (the budget ends, or limits hold
+    /// the bones they need), the last pose the pull kept that met the goals as closely is the
+    /// answer. A bone whose twist is locked keeps the reference's twist.
     ///
     /// Where limits bind, the nearest pose is that of a bound-constrained least-distance problem,
     /// and the pull treats the bones at a bound (within [`AT_BOUND`]) as its active set (the
@@ -599,6 +624,7 @@ impl DlsSteps {
         let mut pull = 1.0;
         let mut have_momentum = false;
         let mut was_pulling = false;
+        let mut damping_before_pull = DAMPING_START;
         let mut pulled = 0;
         let mut last_turn = 0.0f64;
         let mut damping = DAMPING_START;
@@ -650,6 +676,14 @@ impl DlsSteps {
             } else {
                 0.0
             };
+            if was_pulling && !pulling {
+                // The pull ended (or the goals left the band): the plain steps start from the
+                // damping they had before it, not from the projection's, which a step that the
+                // goals' curvature spoils would have to climb back from by rejections (a factor
+                // of four each): on a paper humanoid solve whose pull ended at the band's edge,
+                // 11 of its last 30 steps.
+                damping = damping.max(damping_before_pull);
+            }
             let lambda2 = if floor > damping * scale { floor } else { damping * scale };
             for i in 0..m {
                 self.gram.add(i, i, lambda2);
@@ -659,6 +693,7 @@ impl DlsSteps {
             if pulling && !was_pulling {
                 // The projection onto what the goals leave free wants `J Jᵀ` barely damped:
                 // damping leaves part of the pull in the goals' directions.
+                damping_before_pull = damping;
                 damping = DAMPING_PROJECTION;
             }
             was_pulling = pulling;
@@ -817,7 +852,7 @@ impl DlsSteps {
                 if pulling {
                     // Back up to the full pull after a rejection shortened it (the momentum
                     // takes up the goals' curvature, which the identity metric leaves out).
-                    pull = (pull * 2.0).min(PULL_MAX);
+                    pull = (pull * PULL_GROW).min(PULL_MAX);
                 }
                 if stalled {
                     break;
@@ -830,7 +865,7 @@ impl DlsSteps {
                     self.blocked.clone_from(&self.was_blocked);
                 }
                 if pulling && pull > PULL_MIN {
-                    pull *= 0.25;
+                    pull *= PULL_SHRINK;
                     continue;
                 }
                 if pulling {
