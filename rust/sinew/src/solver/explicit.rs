@@ -5,7 +5,7 @@
 //! Each is a [`Rule`]: from `J` and the error `e` at the current pose it gives this iteration's
 //! step `Δθ`, always as `Δθ = Jᵀ y` (every one of them steps within `J`'s row space: the
 //! transpose by construction, the others as sums of right singular vectors `vᵢ = Jᵀuᵢ/σᵢ`).
-//! Everything else is [`DlsSteps`]' (`jacobian.rs`), so the methods are compared on equal
+//! Everything else is [`DlsSteps`]' (`jacobian/`), so the methods are compared on equal
 //! terms with `dls` and FABRIK's finish: the same unknowns (three world axes per bone, a hinge's
 //! axis, the two swing axes of a bone whose twist is locked, the length of a bone that may
 //! stretch, the free root's translation, each scaled by the bone's stiffness or stretch gain), the same residual rows (positions, orientations scaled

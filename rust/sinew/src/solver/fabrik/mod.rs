@@ -141,7 +141,7 @@ impl PositionSolver for Fabrik {
     }
 
     /// With a reference pose ([`Problem::reference`]): the least-squares steps toward it
-    /// (`DlsSteps::refine_toward` in `jacobian.rs`) when every target is within reach, from the
+    /// (`DlsSteps::refine_toward` in `jacobian/toward.rs`) when every target is within reach, from the
     /// start when it is near the answer (tracking) and from the reference otherwise; where they
     /// do not reach (a local minimum), FABRIK reaches (`Fabrik::solve_reaching`) and the steps
     /// then move its answer to the pose nearest the reference. Targets out of reach keep FABRIK's
