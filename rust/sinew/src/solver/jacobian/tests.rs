@@ -196,10 +196,7 @@ fn stretch_columns_match_finite_differences() {
     assert_gram_matches(&steps, &columns, m);
     // The step on a length: Jᵀ y, times gain · k on the scale.
     let y: Vec<f64> = (0..m).map(|i| 1e-3 * ((i as f64 * 1.3).cos())).collect();
-    steps.rhs.copy_from_slice(&y);
-    let mut trial = pose.clone();
-    steps.kept_twist = pose.rotations.iter().map(|&q| swing_twist_y(q).1).collect();
-    steps.apply_step(&problem, &pose, &mut trial, 0.0, false);
+    let trial = step_by_jt(&mut steps, &problem, &pose, &y);
     let mut k = 0;
     for joint in &steps.joints {
         if let (Some(b), Some(per)) = (joint.bone, joint.stretch) {
@@ -209,6 +206,15 @@ fn stretch_columns_match_finite_differences() {
         }
         k += joint.count;
     }
+}
+
+/// `pose` after the step `Jᵀ y` (the twist each swinging bone keeps: `pose`'s).
+fn step_by_jt(steps: &mut DlsSteps, problem: &Problem, pose: &Pose, y: &[f64]) -> Pose {
+    steps.rhs.copy_from_slice(y);
+    let mut trial = pose.clone();
+    steps.kept_twist = pose.rotations.iter().map(|&q| swing_twist_y(q).1).collect();
+    steps.apply_step(problem, pose, &mut trial, 0.0, false);
+    trial
 }
 
 #[test]
@@ -250,10 +256,7 @@ fn implicit_jacobian_matches_finite_differences() {
     assert_gram_matches(&steps, &columns, m);
     // The step: Jᵀ y per unknown, applied as each bone's world turn.
     let y: Vec<f64> = (0..m).map(|i| 1e-3 * ((i as f64 * 1.7).sin())).collect();
-    steps.rhs.copy_from_slice(&y);
-    let mut trial = pose.clone();
-    steps.kept_twist = pose.rotations.iter().map(|&q| swing_twist_y(q).1).collect();
-    steps.apply_step(&problem, &pose, &mut trial, 0.0, false);
+    let trial = step_by_jt(&mut steps, &problem, &pose, &y);
     let mut k = 0;
     for joint in &steps.joints {
         let mut turn = DVec3::ZERO;
@@ -349,6 +352,15 @@ fn dense_jacobian_matches(problem: &Problem, mut pose: Pose, rows: usize) -> Dls
     steps
 }
 
+/// A reference pose for [`torso`]: every bone turned from the pose, the root moved.
+fn torso_reference() -> Pose {
+    Pose {
+        rotations: (0..8).map(|i| DQuat::from_euler(glam::EulerRot::XYZ, -0.07 * i as f64, 0.1, 0.03 * i as f64)).collect(),
+        root_translation: DVec3::new(0.3, 0.1, -0.2),
+        scales: Vec::new(),
+    }
+}
+
 /// The metric toward the reference is the steps' own: at a pose (no blocked direction) the
 /// coordinates of the turns toward the reference, each over its axis's gain, add up to
 /// [`DlsSteps::reference_distance`] (per-axis stiffness included), up to the swinging bone's
@@ -357,12 +369,7 @@ fn dense_jacobian_matches(problem: &Problem, mut pose: Pose, rows: usize) -> Dls
 fn the_reference_metric_is_the_coordinates_over_the_gains() {
     let (problem, pose) = torso();
     let mut steps = DlsSteps::default();
-    let reference = Pose {
-        rotations: (0..8).map(|i| DQuat::from_euler(glam::EulerRot::XYZ, -0.07 * i as f64, 0.1, 0.03 * i as f64)).collect(),
-        root_translation: DVec3::new(0.3, 0.1, -0.2),
-        scales: Vec::new(),
-    };
-    let mut reference = reference;
+    let mut reference = torso_reference();
     // The swinging forearm's reference keeps its (locked) twist.
     reference.rotations[5] = DQuat::from_axis_angle(DVec3::new(-0.3, 0.0, 1.0).normalize(), 0.2);
     steps.reference = Some(reference);
@@ -433,11 +440,7 @@ fn a_bone_stiff_about_x_reaches_by_turning_about_z() {
 fn the_pull_toward_the_reference_moves_the_residual_by_j_d() {
     let (problem, pose) = torso();
     let mut steps = DlsSteps::default();
-    let reference = Pose {
-        rotations: (0..8).map(|i| DQuat::from_euler(glam::EulerRot::XYZ, -0.07 * i as f64, 0.1, 0.03 * i as f64)).collect(),
-        root_translation: DVec3::new(0.3, 0.1, -0.2),
-        scales: Vec::new(),
-    };
+    let reference = torso_reference();
     steps.reference = Some(reference);
     steps.collect_joints(&problem);
     let m = 6 + 3 + 3 + 1;
