@@ -43,10 +43,9 @@ pub(super) const PULL_MIN: f64 = 1e-3;
 /// cold solves moved a bone by more than 1e-6 rad (by 6.5e-6 and 2.7e-6 rad) against 1 (by
 /// 5.9e-5): each a restart that ends at [`RELAX_ITERATIONS`] near a saddle of the distance, which
 /// one start leaves (its turn growing by a third a step) and another settles at first; which
-/// solves do is chance. Quartering let a pull whose length
-/// the goals' curvature limits to about 1/4 cycle through 1/8 (kept), 1/4 (kept) and 1/2
-/// (rejected), and ended the pull after five rejections in a row where the shortest pull it had
-/// not tried might still have been kept. Measured around it (shrink / grow: warm answers beyond
+/// solves do is chance. Quartering let a pull whose length the goals' curvature limits to about
+/// 1/4 cycle through 1/8 (kept), 1/4 (kept) and 1/2 (rejected), and ended the pull after five
+/// rejections in a row where the shortest pull it had not tried might still have been kept. Measured around it (shrink / grow: warm answers beyond
 /// 1e-3 rad, iterations a warm frame, before the finish's damping was reset after the pull):
 /// 0.25 / 2 291, 44.6; 0.4 / 1.5 275, 43.5; 0.5 / 1.25 238, 43.6; 0.5 / 2 231, 49.3; 0.6 / 1.5
 /// 224, 50.0; 0.7 / 1.5 235, 55.7.
