@@ -368,24 +368,33 @@ def _armature_error(ob, ex: ReadError, several: bool) -> ReadError:
     return type(ex)(f'Armature "{ob.name}": {text}')
 
 
-def solve_poses(context, obs, settings: Settings, *, key: bool = True, keying_set=None):
-    """Solves every armature of ``obs`` (one engine call each) and writes them only when all could
-    be solved: (results, skipped), where ``skipped`` says which armatures had no goal to solve
-    (with several armatures such an armature is skipped; with one, or when none has a goal,
-    NoGoalsError). Any other ReadError changes nothing."""
+def _read_each(obs, read, verb: str):
+    """``read(ob)`` for every armature of ``obs``: (what it returned for each, skipped). With
+    several armatures one without goals is skipped (its NoGoalsError's message in ``skipped``);
+    with one, or when none has goals, NoGoalsError ("... has a goal to ``verb``"). Any other
+    ReadError is raised, naming the armature when several are read."""
     several = len(obs) > 1
-    pending, skipped = [], []
+    read_ok, skipped = [], []
     for ob in obs:
         try:
-            pending.append(prepare_solve(context, ob, settings, key=key))
+            read_ok.append(read(ob))
         except rig_reader.NoGoalsError as ex:
             if not several:
                 raise
             skipped.append(str(ex))
         except ReadError as ex:
             raise _armature_error(ob, ex, several) from ex
-    if not pending:
-        raise rig_reader.NoGoalsError("No armature in Pose Mode has a goal to solve: " + " ".join(skipped))
+    if not read_ok:
+        raise rig_reader.NoGoalsError(f"No armature in Pose Mode has a goal to {verb}: " + " ".join(skipped))
+    return read_ok, skipped
+
+
+def solve_poses(context, obs, settings: Settings, *, key: bool = True, keying_set=None):
+    """Solves every armature of ``obs`` (one engine call each) and writes them only when all could
+    be solved: (results, skipped), where ``skipped`` says which armatures had no goal to solve
+    (with several armatures such an armature is skipped; with one, or when none has a goal,
+    NoGoalsError). Any other ReadError changes nothing."""
+    pending, skipped = _read_each(obs, lambda ob: prepare_solve(context, ob, settings, key=key), "solve")
     try:
         for p in pending:
             p.write(context, keying_set)
@@ -1290,20 +1299,7 @@ def make_bake_jobs(context, obs, frame_start: int, frame_end: int, settings: Set
     """A BakeJob for every armature of ``obs`` that has goals to bake: (jobs, skipped), as
     ``solve_poses`` decides (with several armatures one without goals is skipped and named in
     ``skipped``; otherwise NoGoalsError). Reads everything first: changes nothing."""
-    several = len(obs) > 1
-    jobs, skipped = [], []
-    for ob in obs:
-        try:
-            jobs.append(BakeJob(context, ob, frame_start, frame_end, settings, **kw))
-        except rig_reader.NoGoalsError as ex:
-            if not several:
-                raise
-            skipped.append(str(ex))
-        except ReadError as ex:
-            raise _armature_error(ob, ex, several) from ex
-    if not jobs:
-        raise rig_reader.NoGoalsError("No armature in Pose Mode has a goal to bake: " + " ".join(skipped))
-    return jobs, skipped
+    return _read_each(obs, lambda ob: BakeJob(context, ob, frame_start, frame_end, settings, **kw), "bake")
 
 
 def bake_goal_results(r: BakeResult) -> list[dict]:
