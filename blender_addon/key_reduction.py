@@ -64,7 +64,8 @@ class ReductionResult:
         if self.location:
             text += f", {self.max_distance:.3g} in location"
         if self.skipped:
-            text += f"; {self.skipped} channel group(s) left unreduced (F-curve modifiers or keys off the frames)"
+            text += (f"; {self.skipped} channel group(s) left unreduced (F-curve modifiers, keys off the frames or "
+                     "driven channels)")
         return text + f" ({self.seconds * 1000:.0f} ms)"
 
 
@@ -241,8 +242,9 @@ def refine(group: _Group, tolerance: float) -> tuple[np.ndarray, np.ndarray]:
 def reduce_bake(ob, frames, names, root_bone, angle_tolerance: float, distance_tolerance: float) -> ReductionResult:
     """Reduces the keys a bake just wrote on ``ob``'s action for frames ``frames`` (every frame
     keyed): the rotation channels of the pose bones ``names`` within ``angle_tolerance`` radians
-    per bone, and ``root_bone``'s location (if given) within ``distance_tolerance``. Keys outside
-    the range are not touched. Returns what it kept and the largest deviation Blender evaluates."""
+    per bone, and ``root_bone``'s location (if given) within ``distance_tolerance``. A bone with a
+    driven rotation channel is left as baked. Keys outside the range are not touched. Returns
+    what it kept and the largest deviation Blender evaluates."""
     t0 = time.perf_counter()
     res = ReductionResult(angle_tolerance=float(angle_tolerance), distance_tolerance=float(distance_tolerance))
     frames = np.asarray(frames, dtype=np.float64)
@@ -251,10 +253,14 @@ def reduce_bake(ob, frames, names, root_bone, angle_tolerance: float, distance_t
         res.seconds = time.perf_counter() - t0
         return res
     plans = []
+    driven = keys.driven_channels(ob)
     for name in names:
         pb = ob.pose.bones[name]
         prop = keys.rotation_property(pb)
         path = pb.path_from_id(prop)
+        if path in driven:  # a driver sets part of the rotation: the keys alone do not give it
+            res.skipped += 1
+            continue
         n = 4 if pb.rotation_mode in ('QUATERNION', 'AXIS_ANGLE') else 3
         mode = pb.rotation_mode if (pb.rotation_mode in EULER_MODES or n == 4) else 'XYZ'
         plans.append(([find(path, c) for c in range(n)], mode, float(angle_tolerance)))

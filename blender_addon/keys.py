@@ -17,18 +17,9 @@ import numpy as np
 from bpy_extras import anim_utils
 from mathutils import Euler, Quaternion
 
-from .rig_reader import EULER_MODES
+from .rig_reader import EULER_MODES, driven_channels, rotation_property
 
 LINEAR = 1  # keyframe interpolation enum value ('CONSTANT' 0, 'LINEAR' 1, 'BEZIER' 2)
-
-
-def rotation_property(pb) -> str:
-    mode = pb.rotation_mode
-    if mode == 'QUATERNION':
-        return "rotation_quaternion"
-    if mode == 'AXIS_ANGLE':
-        return "rotation_axis_angle"
-    return "rotation_euler"
 
 
 def channel_values(pb, quats: np.ndarray, compat=None) -> np.ndarray:
@@ -282,32 +273,41 @@ def replace_range(fc, frames: np.ndarray, values: np.ndarray) -> None:
 
 
 def write_bake(ob, frames, names, rotations, root_bone=None, root_locations=None, *, new_action: bool = True,
-               compat=None, scales=None):
+               compat=None, scales=None, channels=None):
     """Keys every frame of ``frames`` (F,) for the bones ``names``: ``rotations`` (F, K, 4) wxyz in
     the order of ``names``; ``root_locations`` (F, 3) keys ``root_bone``'s location.
     ``compat``: per bone name, the Euler value to stay continuous with. ``scales``: None, or
     {bone name: (F,) uniform scale} for the bones whose scale is keyed too (a stretch).
+    ``channels``: None, or {bone name: (F, C) values of its rotation property}, keyed as they are
+    (the bones a bake does not move, keyed with the values Blender evaluated, so their pose does
+    not change).
 
-    Keys outside the range are never touched. Returns (action, previous action or None, note)."""
+    A channel a driver sets (``driven_channels``) is never keyed: the driver owns it. Keys
+    outside the range are never touched. Returns (action, previous action or None, note)."""
     frames = np.asarray(frames, dtype=np.float64)
     act, slot, prev, note = prepare_action(ob, new_action)
     fcurve = _fcurve_getter(act, slot)
-    for k, name in enumerate(names):
+    driven = driven_channels(ob)
+    rotation_values = [(name, channel_values(ob.pose.bones[name], rotations[:, k, :], (compat or {}).get(name)))
+                       for k, name in enumerate(names)]
+    rotation_values += list((channels or {}).items())
+    for name, vals in rotation_values:
         pb = ob.pose.bones[name]
-        prop = rotation_property(pb)
-        vals = channel_values(pb, rotations[:, k, :], (compat or {}).get(name))
-        path = pb.path_from_id(prop)
+        path = pb.path_from_id(rotation_property(pb))
         for c in range(vals.shape[1]):
-            replace_range(fcurve(path, c, name), frames, vals[:, c])
+            if c not in driven.get(path, ()):
+                replace_range(fcurve(path, c, name), frames, vals[:, c])
         if scales is not None and name in scales:
             path = pb.path_from_id("scale")
             for c in range(3):
-                replace_range(fcurve(path, c, name), frames, np.asarray(scales[name], dtype=np.float64))
+                if c not in driven.get(path, ()):
+                    replace_range(fcurve(path, c, name), frames, np.asarray(scales[name], dtype=np.float64))
     if root_bone is not None and root_locations is not None:
         pb = ob.pose.bones[root_bone]
         path = pb.path_from_id("location")
         for c in range(3):
-            replace_range(fcurve(path, c, pb.name), frames, root_locations[:, c])
+            if c not in driven.get(path, ()):
+                replace_range(fcurve(path, c, pb.name), frames, root_locations[:, c])
     return act, prev, note
 
 

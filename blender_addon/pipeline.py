@@ -979,7 +979,10 @@ class BakeJob:
         root_loc = np.zeros((nf, 3))
         moved_set = set(moved)
         others = [] if self.only_moved else [b.name for b in ob.data.bones if b.name not in moved_set]
-        others_rot = np.zeros((nf, len(others), 4))
+        # Their rotation channels as Blender evaluated them (not as quaternions, which would
+        # change a bone whose channels are partly driven or not normalised): keyed as they are.
+        others_values = {n: np.zeros((nf, len(getattr(pb, rig_reader.rotation_property(pb)))))
+                         for n in others for pb in [ob.pose.bones[n]]}
         conn = [idx[n] for n in p.connectors]
         conn_rot = np.zeros((nf, len(conn), 4))
         # Each frame's reference: the FK pose of the moved bones at that frame (their
@@ -1006,7 +1009,7 @@ class BakeJob:
             rests[k] = p.rest_for(pbs, pbs)
             if k == 0:
                 start_pose, start_root = p.pose_from_bones(pbs)
-                compat = {n: tuple(pbs[n].rotation_euler) for n in moved + others}
+                compat = {n: tuple(pbs[n].rotation_euler) for n in moved}
             if p.root_bone:
                 root_loc[k] = pbs[p.root_bone].location
             for j, n in enumerate(p.connectors):
@@ -1014,15 +1017,17 @@ class BakeJob:
             if fast is None:
                 for j, n in enumerate(moved):
                     moved_rot[k, j] = rig_reader.bone_quaternion(pbs[n])
-            for j, n in enumerate(others):
-                others_rot[k, j] = rig_reader.bone_quaternion(pbs[n])
+            for n, values in others_values.items():
+                values[k] = getattr(pbs[n], rig_reader.rotation_property(pbs[n]))
             if fast is None and (k + 1) % self.chunk == 0:
                 yield 0.5 * (k + 1) / nf
         if fast is not None:
             # The pose does not change over the range: the first frame's holds for all. Only the
             # moved bones' rotations may be animated (pose_is_static): read from their F-curves.
             targets[:], orients[:], poles[:], vectors[:] = fast
-            rests[1:], root_loc[1:], conn_rot[1:], others_rot[1:] = rests[0], root_loc[0], conn_rot[0], others_rot[0]
+            rests[1:], root_loc[1:], conn_rot[1:] = rests[0], root_loc[0], conn_rot[0]
+            for values in others_values.values():
+                values[1:] = values[0]
             fk = bone_rotations_from_fcurves(ob, moved, frames)
             if fk is None:  # not expected: pose_is_static read the same F-curves
                 raise ReadError("Could not read the moved bones' keys from the action")
@@ -1141,8 +1146,8 @@ class BakeJob:
             rotations=rotations, root_t=root_t, residuals=residuals, iterations=iterations, reached=reached,
             orientation_residuals=orientation_residuals, references=references, per_frame=per_frame,
             sample_s=sample_s, solve_s=solve_s, sampling="fcurves" if fast is not None else "frames",
-            keyed=moved + others, compat=compat,
-            keyed_rot=np.concatenate([rotations[:, [idx[n] for n in moved], :], others_rot], axis=1),
+            keyed=moved + others, compat=compat, moved=moved, moved_rot=rotations[:, [idx[n] for n in moved], :],
+            others_values=others_values,
             root_bone=p.root_bone if not pinned else None, targets=targets, vectors=vectors,
             scales=scales if p.stretches else None,
             local_scales=local_scales,
@@ -1155,7 +1160,8 @@ class BakeJob:
         t0 = time.perf_counter()
         _restore_pose(self.ob, self._saved_pose)
         c["action"], c["prev"], c["note"], c["muted"], c["reduction"] = self._write(
-            self.frames, c["keyed"], c["keyed_rot"], c["root_bone"], c["root_t"], c["compat"], c["keyed_scales"])
+            self.frames, c["moved"], c["moved_rot"], c["root_bone"], c["root_t"], c["compat"], c["keyed_scales"],
+            c["others_values"])
         c["write_s"] = time.perf_counter() - t0
 
     def measure(self):
@@ -1195,11 +1201,14 @@ class BakeJob:
         return key_reduction.effector_slack(self.ob, [(g.bone, g.use_tail) for g in self.problem.goals], c["keyed"],
                                             c["root_bone"], *self.reduction, stretch=stretch)
 
-    def _write(self, frames, keyed, keyed_rot, root_bone, root_t, compat, scales=None):
+    def _write(self, frames, moved, moved_rot, root_bone, root_t, compat, scales=None, others_values=None):
         """Writes the keys (and reduces them, when asked) and mutes the replaced constraints; on
-        any failure puts back what ``undo_write`` puts back and re-raises. ``scales``: None, or
-        {bone name: (F,) uniform scale} for the bones whose stretch is keyed (``keys.write_bake``);
-        the key reduction leaves those scale keys as they are (one per frame)."""
+        any failure puts back what ``undo_write`` puts back and re-raises. ``moved``: the bones
+        solved, their rotations ``moved_rot`` (F, K, 4) in that order; ``others_values``: None, or
+        {bone name: (F, C)} the rotation channels of the other bones keyed (Only Moved Bones off),
+        keyed as Blender evaluated them (``keys.write_bake``). ``scales``: None, or {bone name: (F,)
+        uniform scale} for the bones whose stretch is keyed; the key reduction leaves those scale
+        keys as they are (one per frame)."""
         ob, p = self.ob, self.problem
         ad = ob.animation_data
         had_ad = ad is not None
@@ -1211,11 +1220,12 @@ class BakeJob:
                   for c in [ob.pose.bones[bone].constraints.get(name)] if c is not None],
             record=ob.sinew_muted, actions=set(bpy.data.actions), last_bake=ob.sinew_last_bake)
         try:
-            action, prev, note = keys.write_bake(ob, frames, keyed, keyed_rot, root_bone,
+            action, prev, note = keys.write_bake(ob, frames, moved, moved_rot, root_bone,
                                                  root_t if root_bone else None, new_action=self.new_action,
-                                                 compat=compat, scales=scales)
+                                                 compat=compat, scales=scales, channels=others_values)
             reduction = None
             if self.reduction is not None:  # key reduction (key_reduction.py), undone with the write on failure
+                keyed = list(moved) + list(others_values or ())
                 reduction = key_reduction.reduce_bake(ob, frames, keyed, root_bone, *self.reduction)
             muted, mute_warnings = (0, []) if self.keep_constraints else keys.mute_constraints(ob, p.replaced)
         except BaseException:

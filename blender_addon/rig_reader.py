@@ -862,6 +862,51 @@ def no_goals_message(ob) -> str:
     return msg
 
 
+def rotation_property(pb) -> str:
+    """The property that holds pose bone ``pb``'s rotation in its rotation mode."""
+    mode = pb.rotation_mode
+    if mode == 'QUATERNION':
+        return "rotation_quaternion"
+    if mode == 'AXIS_ANGLE':
+        return "rotation_axis_angle"
+    return "rotation_euler"
+
+
+def driven_channels(ob) -> dict[str, set[int]]:
+    """The channels of object ``ob`` that its drivers set: {data path: array indices}. Muted
+    drivers are left out (Blender does not evaluate them). A driven channel belongs to its
+    driver: whatever is keyed on it, the driver sets it again, so Sinew never keys one."""
+    ad = ob.animation_data
+    out: dict[str, set[int]] = {}
+    for fc in (ad.drivers if ad is not None else ()):
+        if not fc.mute:
+            out.setdefault(fc.data_path, set()).add(fc.array_index)
+    return out
+
+
+# The names Blender's UI gives the channels of each rotation property (W is an axis-angle's angle).
+CHANNEL_NAMES = {"rotation_quaternion": "WXYZ", "rotation_axis_angle": "WXYZ", "rotation_euler": "XYZ"}
+
+
+def check_driven_rotations(ob, problem) -> None:
+    """Refuses a bone the goals move whose rotation a driver sets (ReadError naming the bone and
+    the channels): the driver would override the solved rotation, and a driven channel is never
+    keyed."""
+    driven = driven_channels(ob)
+    if not driven:
+        return
+    for name in problem.moved_bones:
+        pb = ob.pose.bones[name]
+        prop = rotation_property(pb)
+        indices = sorted(driven.get(pb.path_from_id(prop), ()))
+        if indices:
+            names = CHANNEL_NAMES[prop]
+            which = ", ".join(names[i] if 0 <= i < len(names) else str(i) for i in indices)
+            raise ReadError(f'Bone "{name}": a driver sets its rotation ({prop} {which}), so Sinew cannot set the '
+                            "rotation it solves (the driver would override it, and Sinew never keys a driven "
+                            f'channel): remove or mute the driver, or shorten the chain so that "{name}" is not moved')
+
+
 def _analyze(ob, goals):
     """Which bones each goal moves and where chains meet, from the engine's own analysis of the
     whole armature (rest data only)."""
@@ -958,6 +1003,7 @@ def read(ob, *, need_goals: bool = True, depsgraph=None, only_selected: bool = F
     if not goals:
         return problem
     check_relations(ob, problem)
+    check_driven_rotations(ob, problem)
     # IK Stretch as Blender's IK reads it: a bone of a tree that stretches, by its ik_stretch.
     stretching = {b for g, chain in zip(goals, moved) if g.stretch for b in chain}
     # A bone Sinew does not move between two it moves (a connector) inherits the scale of the

@@ -224,6 +224,76 @@ def test_only_moved_off_keys_every_bone():
         assert R.fcurve(ob, f'pose.bones["b{i:02d}"].rotation_quaternion', 0) is not None
 
 
+def _drive(pb, prop, index, source):
+    """A driver on channel ``index`` of ``pb``'s ``prop``: half of ``source``'s X location."""
+    fc = pb.driver_add(prop, index)
+    d = fc.driver
+    d.type = 'SCRIPTED'
+    v = d.variables.new()
+    v.name = "x"
+    v.targets[0].id = source
+    v.targets[0].data_path = "location.x"
+    d.expression = "x * 0.5"
+    return fc
+
+
+@pytest.mark.parametrize("mode", ['QUATERNION', 'XYZ'])
+@pytest.mark.parametrize("reduce", [False, True], ids=["every-key", "reduced"])
+def test_only_moved_off_never_keys_a_driven_channel_and_changes_no_bone(mode, reduce):
+    """Only Moved Bones off keys every bone. A bone one of whose rotation channels a driver sets
+    gets its other channels keyed as Blender evaluates them and the driven one not at all (the
+    driver owns it), and no bone the goals do not move changes its evaluated pose on any frame:
+    not the driven one (QA: keying a normalised W under a driven X turned it ~5° on every frame),
+    not one keyed with a quaternion that is not normalised. Key reduction leaves the driven bone
+    as baked."""
+    scene = bpy.context.scene
+    ob = R.make_chain(4)
+    bpy.ops.object.mode_set(mode='EDIT')
+    for name, x in (("keyed", 0.4), ("driven", 1.2)):
+        eb = ob.data.edit_bones.new(name)
+        eb.head, eb.tail = (x, 0.0, 0.0), (x, 0.0, 0.3)
+    bpy.ops.object.mode_set(mode='OBJECT')
+    pbs = ob.pose.bones
+    prop = "rotation_quaternion" if mode == 'QUATERNION' else "rotation_euler"
+    for name in ("keyed", "driven"):
+        pbs[name].rotation_mode = mode
+    aux = _animated_target("Aux", {1: (0.0, 0.0, 0.0), 20: (1.0, 0.0, 0.0)})
+    t = _animated_target("T", {1: (0.4, 0.1, 1.5), 20: (0.6, -0.2, 1.2)})
+    R.set_goal(ob, "b03", t, chain_length=3)  # moves b01..b03: b00 is not moved either
+    for f, s in ((1, 0.0), (10, 1.0), (20, 0.0)):
+        pbs["keyed"].rotation_quaternion = (1.0, 0.4 * s, 0.0, 0.0)  # as keyed by hand: not normalised
+        pbs["keyed"].rotation_euler = (0.4 * s, 0.0, 0.0)
+        pbs["keyed"].keyframe_insert(prop, frame=f)
+    driver = _drive(pbs["driven"], prop, 1, aux)
+    R.activate(ob)
+    others = ("keyed", "driven", "b00")
+
+    def evaluated():
+        out = {}
+        for f in range(1, 21):
+            scene.frame_set(f)
+            e = ob.evaluated_get(R.depsgraph())
+            out[f] = {n: np.array(e.pose.bones[n].matrix) for n in others}
+        return out
+
+    before = evaluated()
+    scene.frame_set(1)
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=20, only_moved=False, use_key_reduction=reduce) == {'FINISHED'}
+    after = evaluated()
+    for name in others:
+        change = max(np.abs(before[f][name] - after[f][name]).max() for f in before)
+        allowed = math.radians(0.1) if reduce and name == "keyed" else 1e-6  # the reduction's default angle
+        assert change <= allowed, (name, change)
+    path = pbs["driven"].path_from_id(prop)
+    assert R.fcurve(ob, path, 1) is None  # the driven channel: never keyed
+    for c in {'QUATERNION': (0, 2, 3), 'XYZ': (0, 2)}[mode]:
+        assert R.fcurve(ob, path, c) is not None, c
+    assert ob.animation_data.drivers.find(path, index=1) == driver
+    for f in (1, 10, 20):  # and the goal is baked
+        scene.frame_set(f)
+        assert (R.world_tail(ob, "b03") - R.world_location(t)).length < TOL, f
+
+
 def test_cancel_leaves_the_scene_exactly_as_before(addon):
     scene = bpy.context.scene
     scene.frame_set(5)

@@ -96,6 +96,35 @@ def test_a_constraint_acting_on_top_is_reported_as_the_real_miss(capfd):
     assert 'bone "b03"' in out
 
 
+@pytest.mark.parametrize("mode, prop, index, channel", [('QUATERNION', "rotation_quaternion", 1, "X"),
+                                                        ('ZXY', "rotation_euler", 2, "Z")])
+def test_a_chain_bone_whose_rotation_a_driver_sets_is_refused(mode, prop, index, channel):
+    """A driver on a rotation channel of a bone the goals move would override the solved rotation
+    (and Sinew never keys a driven channel): Solve IK and the bake refuse it, naming the bone and
+    the channel, and change nothing. Muted, the driver does not act: the rig is solved."""
+    scene = bpy.context.scene
+    ob = R.make_chain(4)
+    t = R.add_empty("T", (0.5, 0.2, 1.5))
+    R.set_goal(ob, "b03", t, chain_length=3)
+    pb = ob.pose.bones["b02"]
+    pb.rotation_mode = mode
+    fc = pb.driver_add(prop, index)
+    fc.driver.type, fc.driver.expression = 'SCRIPTED', "0.3"
+    R.activate(ob)
+    scene.frame_set(3)
+    bpy.context.view_layer.update()
+    snap = R.pose_snapshot(ob)
+    for run in (lambda: bpy.ops.sinew.solve(use_keyframes=True),
+                lambda: bpy.ops.sinew.bake(frame_start=1, frame_end=5)):
+        with pytest.raises(RuntimeError, match=rf'Bone "b02": a driver sets its rotation \({prop} {channel}\).*'
+                                               r'remove or mute the driver, or shorten the chain'):
+            run()
+        assert ob.animation_data.action is None and R.pose_snapshot(ob) == snap and scene.frame_current == 3
+    fc.mute = True
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    assert (R.world_tail(ob, "b03") - t.location).length < TOL
+
+
 def test_bake_reports_blenders_pose_checked_when_all_is_well(capfd, addon):
     ob = R.make_chain(4)
     t = R.add_empty("T")
