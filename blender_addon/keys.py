@@ -172,8 +172,23 @@ def is_sinew_bake_of(act, ob) -> bool:
             and act.users == 1 and not act.use_fake_user)
 
 
+def blends_over_nla(ad) -> bool:
+    """True when Blender blends the active action of animation data ``ad`` over NLA strips, so
+    that its Action Blending and Action Influence act: NLA evaluation is on and a track that is
+    evaluated (not muted; a solo one, when a track is solo) has a strip. Otherwise Blender applies
+    the action as it is, whatever those two say (measured in Blender 5.0)."""
+    if not ad.use_nla:
+        return False
+    tracks = [t for t in ad.nla_tracks if not t.mute]
+    solo = [t for t in tracks if t.is_solo]
+    return any(len(t.strips) for t in (solo or tracks))
+
+
 def check_action_writable(ob, new_action: bool) -> None:
-    """Raises ReadError when the keys cannot be written as asked (checked before any solve)."""
+    """Raises ReadError when the keys cannot be written as asked (checked before any solve): in
+    NLA tweak mode, when the action is blended over NLA strips other than by Replace at full
+    influence (the baked rotations would be added to, combined or mixed with the strips' instead
+    of shown), or when the action is linked and New Action is off."""
     from .rig_reader import ReadError
 
     ad = ob.animation_data
@@ -182,6 +197,17 @@ def check_action_writable(ob, new_action: bool) -> None:
         raise ReadError(f'Armature "{ob.name}" is in NLA tweak mode{what}: Sinew bakes into the object\'s own '
                         "action, which Blender does not allow to change while a strip is tweaked. Leave tweak mode "
                         "(Tab in the NLA editor) and bake again")
+    if ad is not None and blends_over_nla(ad) and (ad.action_blend_type != 'REPLACE' or ad.action_influence < 1.0):
+        how = []
+        if ad.action_blend_type != 'REPLACE':
+            label = ad.bl_rna.properties["action_blend_type"].enum_items[ad.action_blend_type].name
+            how.append(f"Blending {label}")
+        if ad.action_influence < 1.0:
+            how.append(f"Influence {ad.action_influence:.3g}")
+        raise ReadError(f'Armature "{ob.name}": its action is layered over NLA strips ({", ".join(how)}), so '
+                        "Blender would blend the baked rotations with the strips below instead of showing them, and "
+                        "the goals would be missed. Sinew bakes plain rotations: set the action's Blending to Replace "
+                        "and its Influence to 1 (NLA editor > Sidebar > Edited Action tab) and bake again")
     act = ad.action if ad is not None else None
     if not new_action and act is not None and not act.is_editable:
         lib = f' from library "{act.library.filepath}"' if act.library is not None else ""

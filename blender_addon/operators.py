@@ -105,6 +105,12 @@ def _count(n, word):
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
+def _see_warnings(warnings):
+    """``" (see the warnings)"`` when the operator reported ``warnings`` about the rig, else nothing
+    (a report never points at warnings that are not there)."""
+    return " (see the warnings)" if warnings else ""
+
+
 def _prefix(ob, several):
     return f'"{ob.name}": ' if several else ""
 
@@ -251,7 +257,7 @@ def _solve_report_body(res):
         sinew_says = ", ".join(f'"{b}" {r:.6g}' for b, r in differs)
         return {'WARNING'}, (f"in Blender's evaluated pose {what}{others}, although Sinew's solution comes closer "
                              f"(its residuals: {sinew_says}): something on the rig acts on top of the solved "
-                             f"rotations (see the warnings); {tail}")
+                             f"rotations{_see_warnings(res.problem.warnings)}; {tail}")
     return {'INFO'}, f"{what}{others} ({res.stop_reason}); {tail}"
 
 
@@ -441,7 +447,7 @@ class SINEW_OT_bake(_SolverProps, bpy.types.Operator):
                 self.report({'WARNING'}, f"Sinew: {pre}Blender's evaluated pose misses targets at {len(frames)} of "
                                          f"the {len(r.checked_frames)} checked frames (worst: bone \"{goals[i].bone}\" "
                                          f"by {m:.6g} at frame {f}); something on the rig acts on top of the baked "
-                                         "keys (see the warnings)")
+                                         f"keys{_see_warnings(r.warnings)}")
         if several:
             r0 = jobs[0].result
             names = ", ".join(f'"{job.ob.name}"' for job in jobs)

@@ -88,12 +88,35 @@ def test_a_constraint_acting_on_top_is_reported_as_the_real_miss(capfd):
     assert f'in Blender\'s evaluated pose bone "b03" misses its target by {miss:.4g}, although' \
         in out.replace(f"{miss:.6g}", f"{miss:.4g}")
     assert "Sinew's solution comes closer" in out
+    # It points at the warning that names the cause.
+    assert 'Warning: Bone "b01" has constraints besides IK' in out and "rotations (see the warnings)" in out
     # The bake says so too, frame by frame.
     R.key_locations(t, {1: (0.6, 0.2, 1.3), 10: (0.4, -0.3, 1.4)})
     assert bpy.ops.sinew.bake(frame_start=1, frame_end=10) == {'FINISHED'}
     out = capfd.readouterr().out
     assert "Blender's evaluated pose misses targets at 10 of the 10 checked frames" in out
     assert 'bone "b03"' in out
+    assert 'Warning: Bone "b01" has constraints besides IK' in out and "baked keys (see the warnings)" in out
+
+
+def test_a_miss_with_no_warning_behind_it_points_at_no_warnings(capfd):
+    """The armature left in Rest Position: Blender shows the rest pose, so Solve and Bake report
+    Blender's miss; the reader has nothing to warn about, and the reports do not send the user to
+    warnings that are not there."""
+    ob = R.make_chain(4)
+    t = R.add_empty("T")
+    R.key_locations(t, {1: (0.5, 0.0, 1.5), 10: (0.8, 0.3, 1.2)})
+    R.set_goal(ob, "b03", t, chain_length=3)
+    R.activate(ob)
+    ob.data.pose_position = 'REST'
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=10) == {'FINISHED'}
+    out = capfd.readouterr().out
+    assert "Warning: Sinew: in Blender's evaluated pose bone \"b03\" misses its target" in out
+    assert "Blender's evaluated pose misses targets at 10 of the 10 checked frames" in out
+    assert "see the warnings" not in out
+    assert [ln for ln in out.splitlines() if ln.startswith("Warning:")] == [
+        ln for ln in out.splitlines() if ln.startswith("Warning: Sinew:")]  # no other warning
 
 
 @pytest.mark.parametrize("mode, prop, index, channel", [('QUATERNION', "rotation_quaternion", 1, "X"),
