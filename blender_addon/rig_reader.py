@@ -337,6 +337,11 @@ def read_goals(ob) -> tuple[list[GoalSpec], list[tuple[str, str]], list[str]]:
                 warnings.append(f'Bone "{pb.name}": IK constraint "{c.name}" targets missing bone "{c.subtarget}"; skipped')
             elif c.target == ob and c.subtarget == pb.name:
                 warnings.append(f'Bone "{pb.name}": IK constraint "{c.name}" targets its own bone; skipped')
+            elif c.target.type == 'ARMATURE' and not c.subtarget:
+                # (Blender's IK ignores an armature target without a bone; on its own armature
+                # Blender also marks the constraint invalid.)
+                warnings.append(f'Bone "{pb.name}": IK constraint "{c.name}" targets armature "{c.target.name}" '
+                                "without naming a bone, which Blender's IK ignores; skipped")
             elif not c.is_valid:
                 warnings.append(f'Bone "{pb.name}": IK constraint "{c.name}" is not valid in Blender (red in the '
                                 "constraint stack), so Blender's IK ignores it; skipped")
@@ -349,7 +354,8 @@ def read_goals(ob) -> tuple[list[GoalSpec], list[tuple[str, str]], list[str]]:
                 goals.append(spec)
                 if t.active:
                     replaced.append((t.owner, t.constraint.name))
-    return goals, replaced, warnings
+    # (A constraint skipped both here and in its IK tree is named once.)
+    return goals, replaced, list(dict.fromkeys(warnings))
 
 
 def is_bone_selected(pb) -> bool:
@@ -841,13 +847,15 @@ def bone_quaternion(pb) -> Quaternion:
     return pb.rotation_euler.to_quaternion()
 
 
-def no_goals_message(ob) -> str:
-    """Why ``ob`` has no goals, naming the IK constraints that are switched off (and those a
-    Sinew bake switched off, which Restore IK Constraints turns back on)."""
+def no_goals_message(ob, reasons=()) -> str:
+    """Why ``ob`` has no goals: ``reasons`` (the reader's warnings about the IK constraints it
+    skipped, such as one that targets its own bone), then the IK constraints that are switched
+    off (and those a Sinew bake switched off, which Restore IK Constraints turns back on)."""
     from .keys import muted_records
 
-    msg = (f'Armature "{ob.name}" has no IK goals: give a bone a Sinew goal (Bone properties > Sinew IK) '
-           "or an IK constraint with a target")
+    why = "; ".join(r.removesuffix("; skipped") for r in reasons)
+    msg = (f'Armature "{ob.name}" has no IK goals' + (f" Sinew can use ({why})" if why else "") +
+           ": give a bone a Sinew goal (Bone properties > Sinew IK) or an IK constraint with a target")
     ours = {(r["bone"], r["constraint"]) for r in muted_records(ob)}
     by_sinew, off = [], []
     for pb in ob.pose.bones:
@@ -965,7 +973,7 @@ def read(ob, *, need_goals: bool = True, depsgraph=None, only_selected: bool = F
         raise ReadError("Leave Edit Mode first (Sinew reads the pose)")
     goals, replaced, warnings = read_goals(ob)
     if need_goals and not goals:
-        raise NoGoalsError(no_goals_message(ob))
+        raise NoGoalsError(no_goals_message(ob, warnings))
     if only_selected:
         goals, replaced = selected_goals(ob, goals, replaced)
         if need_goals and not goals:

@@ -83,6 +83,31 @@ def test_no_goals_names_the_constraints_the_user_muted():
         bpy.ops.sinew.solve()
 
 
+@pytest.mark.parametrize("case, reason", [
+    ("own bone", r'Bone "b03": IK constraint "IK" targets its own bone'),
+    ("missing bone", r'Bone "b03": IK constraint "IK" targets missing bone "gone"'),
+    ("no bone", r'Bone "b03": IK constraint "IK" targets armature "Chain" without naming a bone, which Blender\'s IK '
+                r"ignores"),
+], ids=["own bone", "missing bone", "no bone"])
+def test_no_goals_names_why_the_ik_constraint_could_not_be_used(case, reason, capfd):
+    """An armature whose only IK constraint targets its own bone, a bone that does not exist or
+    its own armature with no bone: the error says which constraint and why (once), not only that
+    an IK constraint with a target is wanted; nothing changes."""
+    ob = R.make_chain(4)
+    con = ob.pose.bones["b03"].constraints.new('IK')
+    con.target, con.chain_count = ob, 3
+    con.subtarget = {"own bone": "b03", "missing bone": "gone", "no bone": ""}[case]
+    R.activate(ob)
+    snap = R.pose_snapshot(ob)
+    for run in (bpy.ops.sinew.solve, lambda: bpy.ops.sinew.bake(frame_start=1, frame_end=5)):
+        with pytest.raises(RuntimeError, match=rf'Armature "Chain" has no IK goals Sinew can use \({reason}\): give a '
+                                               r"bone a Sinew goal"):
+            run()
+        assert ob.animation_data is None and R.pose_snapshot(ob) == snap
+    out = capfd.readouterr().out
+    assert out.count(reason.replace("\\", "")) == 2  # once per error
+
+
 # -- NLA tweak mode -------------------------------------------------------------------------
 
 
