@@ -145,6 +145,18 @@ def verify_tolerance(tolerance: float) -> float:
     return float(tolerance) + VERIFY_SLACK
 
 
+def check_time_not_stretched(scene) -> None:
+    """Refuses a bake while the scene's Time Stretching is on (``frame_map_old`` differs from
+    ``frame_map_new``): Blender then evaluates the animation at scaled times, not at the frame
+    numbers, so keys baked at each frame would be shown at other frames."""
+    old, new = scene.render.frame_map_old, scene.render.frame_map_new
+    if old != new:
+        raise ReadError(f"Time Stretching is on (Output Properties > Frame Range > Time Stretching: Old {old}, New "
+                        f"{new}): Blender then plays the animation at other times than the frame numbers, so keys "
+                        "baked at each frame would be shown at other frames. Set Old and New to the same value, bake, "
+                        "and set them back")
+
+
 def check_editable(ob) -> None:
     """Blender's pose tools refuse linked (not overridden) objects; so does Sinew."""
     if ob is not None and not ob.is_editable:
@@ -892,6 +904,7 @@ class BakeJob:
             raise ValueError(f"sampling must be 'auto' or 'frames', not {sampling!r}")
         if frame_end < frame_start:
             raise ReadError(f"The frame range is empty ({frame_start}..{frame_end})")
+        check_time_not_stretched(context.scene)
         check_editable(ob)
         keys.check_action_writable(ob, new_action)
         self.problem = rig_reader.read(ob, only_selected=settings.only_selected)

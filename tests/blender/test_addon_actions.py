@@ -1,6 +1,6 @@
 """What bakes do to actions and constraints: Restore IK Constraints, the "no IK goals" report,
-NLA tweak mode, an action layered over NLA strips, bakes that replace their own action instead
-of piling up, negative frames."""
+NLA tweak mode, an action layered over NLA strips, Time Stretching, bakes that replace their own
+action instead of piling up, negative frames."""
 
 import bpy
 import pytest
@@ -198,6 +198,30 @@ def test_bake_over_nla_strips_that_do_not_blend_it_reaches(setup):
         ad.use_nla = False
     assert bpy.ops.sinew.bake(frame_start=1, frame_end=10) == {'FINISHED'}
     for f in range(1, 11):
+        scene.frame_set(f)
+        assert (R.world_tail(ob, "b03") - R.world_location(t)).length < 1e-3, f
+
+
+# -- Time Stretching ------------------------------------------------------------------------
+
+
+def test_bake_with_time_stretching_is_refused_and_changes_nothing():
+    """Output > Time Stretching plays the animation at scaled times, so keys baked at each frame
+    would be shown at other frames (QA: FINISHED, with misses at checked frames): refused, naming
+    the setting; with Old and New equal (whatever the value) the bake reaches."""
+    scene = bpy.context.scene
+    ob, t, con = _ik_chain()
+    scene.render.frame_map_old, scene.render.frame_map_new = 100, 50
+    scene.frame_set(3)
+    snap, n_actions = R.pose_snapshot(ob), len(bpy.data.actions)
+    with pytest.raises(RuntimeError, match=r"Time Stretching is on \(Output Properties > Frame Range > Time Stretching: "
+                                           r"Old 100, New 50\).*Set Old and New to the same value"):
+        bpy.ops.sinew.bake(frame_start=1, frame_end=10)
+    assert ob.animation_data is None and len(bpy.data.actions) == n_actions
+    assert R.pose_snapshot(ob) == snap and not con.mute and scene.frame_current == 3
+    scene.render.frame_map_old = 50
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=10) == {'FINISHED'}
+    for f in (1, 4, 7, 10):
         scene.frame_set(f)
         assert (R.world_tail(ob, "b03") - R.world_location(t)).length < 1e-3, f
 
