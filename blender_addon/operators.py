@@ -232,16 +232,19 @@ def combined_solve_report(results):
 
 
 def _solve_report_body(res):
+    """Whether a goal is reached is decided in armature space (the solver's tolerance's); the
+    distances given are Blender's evaluated pose's in world space, as the user sees them."""
     goals = res.problem.goals
     misses = res.misses
-    worst = float(misses.max()) if misses is not None and misses.size else 0.0
+    shown = res.world_misses if res.world_misses is not None else misses
+    worst = float(shown.max()) if shown is not None and shown.size else 0.0
     tail = f"{res.iterations} iterations, worst residual {worst:.6g}, {res.seconds * 1000:.1f} ms"
     if res.reached_in_blender:
         what = "1 goal reached" if len(goals) == 1 else f"all {len(goals)} goals reached"
         return {'INFO'}, f"{what}, {tail} ({res.goal_report()})"
     tol = pipeline.verify_tolerance(res.tolerance)
     ori = res.orientation_residuals
-    missed = [(i, g.bone, float(m)) for i, (g, m) in enumerate(zip(goals, misses)) if m > tol]
+    missed = [(i, g.bone, float(w)) for i, (g, m, w) in enumerate(zip(goals, misses, shown)) if m > tol]
 
     def miss_text(i, bone, m):
         text = f'bone "{bone}" misses its target by {m:.6g}'
@@ -255,8 +258,9 @@ def _solve_report_body(res):
     differs = [(g.bone, float(r)) for g, m, r in zip(goals, misses, res.residuals) if m > r + tol]
     if differs:
         sinew_says = ", ".join(f'"{b}" {r:.6g}' for b, r in differs)
+        space = " in armature space" if pipeline.world_scales_distances(res.problem.ob) else ""
         return {'WARNING'}, (f"in Blender's evaluated pose {what}{others}, although Sinew's solution comes closer "
-                             f"(its residuals: {sinew_says}): something on the rig acts on top of the solved "
+                             f"(its residuals{space}: {sinew_says}): something on the rig acts on top of the solved "
                              f"rotations{_see_warnings(res.problem.warnings)}; {tail}")
     return {'INFO'}, f"{what}{others} ({res.stop_reason}); {tail}"
 

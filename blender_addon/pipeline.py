@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 
 import bpy
 import numpy as np
-from mathutils import Euler, Matrix, Quaternion
+from mathutils import Euler, Matrix, Quaternion, Vector
 
 from . import key_reduction, keys, rig_reader
 from .rig_reader import ReadError, engine
@@ -116,11 +116,12 @@ class SolveResult:
     stop_reason: str
     keyed: list = field(default_factory=list)
     seconds: float = 0.0
-    misses: np.ndarray | None = None   # (G,) measured on Blender's evaluated pose after writing
+    misses: np.ndarray | None = None   # (G,) measured on Blender's evaluated pose after writing (armature space)
     tolerance: float = 1e-4
     orientation_residuals: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (G,) radians
     scales: np.ndarray | None = None   # (N,) pose scales keyed (each bone's length over its parent's), if it stretches
     key_note: str = ""             # how the keys were written, when a keying set was used
+    world_misses: np.ndarray | None = None  # (G,) ``misses`` in world space: the distances the report gives
 
     @property
     def reached_in_blender(self) -> bool:
@@ -165,29 +166,50 @@ def check_editable(ob) -> None:
                         "(Object > Library Override > Make)")
 
 
-def evaluated_misses(problem: rig_reader.RigProblem, depsgraph, targets=None, vectors=None) -> np.ndarray:
+def world_scales_distances(ob) -> bool:
+    """True when object ``ob``'s world matrix (its own scale and its parents') changes distances,
+    so that armature-space distances (the solver's residuals and tolerance) are not the ones the
+    user sees."""
+    m3 = ob.matrix_world.to_3x3()
+    product = m3.transposed() @ m3
+    return any(abs(product[r][c] - (r == c)) > 1e-6 for r in range(3) for c in range(3))
+
+
+def evaluated_misses(problem: rig_reader.RigProblem, depsgraph, targets=None, vectors=None, *,
+                     world: bool = False) -> np.ndarray:
     """(G,) how far each goal's effector (its tail, or head) is from its target in Blender's
-    evaluated pose, in armature space (the units of the solver's tolerance): for a line, plane
-    or half-space goal from that line, plane or side (``vectors`` (G, 3), ``sample_vectors``), as
-    the engine measures its residual; 0 for orientation and aim goals (their error is an angle).
-    ``targets`` (G, 3): the targets the engine solved for (a goal's moved by its influence,
-    ``blend_goals``); default, as sampled."""
+    evaluated pose, in armature space (the units of the solver's tolerance), or with ``world``
+    in world space (the distance the user sees: effector, target, line and plane carried by the
+    armature's world matrix, which may scale them): for a line, plane or half-space goal from
+    that line, plane or side (``vectors`` (G, 3), ``sample_vectors``), as the engine measures
+    its residual; 0 for orientation and aim goals (their error is an angle). ``targets`` (G, 3):
+    the targets the engine solved for (a goal's moved by its influence, ``blend_goals``);
+    default, as sampled."""
     if targets is None:
         targets, _orients, _poles = problem.sample_goals(depsgraph)
     if vectors is None and any(g.kind in rig_reader.TARGET_AXIS_KINDS for g in problem.goals):
         vectors = problem.sample_vectors(depsgraph)
     sinew = rig_reader.engine()
-    pbs = problem.ob.evaluated_get(depsgraph).pose.bones
+    ob_eval = problem.ob.evaluated_get(depsgraph)
+    pbs = ob_eval.pose.bones
+    to_world = Matrix(ob_eval.matrix_world) if world else Matrix.Identity(4)
+    # A direction is carried by the matrix, a plane's normal by its inverse transpose.
+    carry = {"direction": to_world.to_3x3(), "normal": to_world.to_3x3().inverted_safe().transposed()}
     out = np.zeros(len(problem.goals))
     for i, spec in enumerate(problem.goals):
         pb = pbs[spec.bone]
-        effector = pb.tail if spec.use_tail else pb.head
+        effector = to_world @ (pb.tail if spec.use_tail else pb.head)
+        target = to_world @ Vector(targets[i])
         if spec.kind == "position":
-            out[i] = np.linalg.norm(np.array(effector) - targets[i])
+            out[i] = (effector - target).length
         elif spec.kind in rig_reader.TARGET_AXIS_KINDS:
             # (The engine's measure: the distance to the goal's line, plane or allowed side.)
-            goal = sinew.Goal(spec.bone, targets[i], use_tail=spec.use_tail, **problem.kind_arguments(i, vectors))
-            out[i] = goal.errors(pb.head, pb.matrix.to_quaternion(), effector)[0]
+            kind = problem.kind_arguments(i, vectors)
+            key = rig_reader.KIND_VECTOR[spec.kind]
+            kind[key] = tuple((carry[key] @ Vector(kind[key])).normalized())
+            goal = sinew.Goal(spec.bone, tuple(target), use_tail=spec.use_tail, **kind)
+            # (The rotation does not enter a point's distance.)
+            out[i] = goal.errors(tuple(to_world @ pb.head), pb.matrix.to_quaternion(), tuple(effector))[0]
     return out
 
 
@@ -279,10 +301,12 @@ class PendingSolve:
         sol = self.sol
         # (Against the targets solved for: a goal moved by its influence, blend_goals.)
         misses = evaluated_misses(self.problem, depsgraph, self.targets, self.vectors)
+        world_misses = evaluated_misses(self.problem, depsgraph, self.targets, self.vectors, world=True)
         res = SolveResult(self.problem, self.rotations, np.asarray(sol.root_translation), np.asarray(sol.residuals),
                           int(sol.iterations), bool(sol.reached), str(sol.stop_reason), list(self.keyed),
                           time.perf_counter() - self.t0, misses, self.settings.tolerance,
-                          np.asarray(sol.orientation_residuals), scales=self.scales, key_note=self.key_note)
+                          np.asarray(sol.orientation_residuals), scales=self.scales, key_note=self.key_note,
+                          world_misses=world_misses)
         return res
 
 

@@ -3,6 +3,7 @@ reported (never "reached" when Blender's pose misses); iTaSC rigs are said to be
 bad input gets a clear report or a correct result."""
 
 import math
+import re
 import time
 
 import bpy
@@ -319,6 +320,41 @@ def test_non_uniform_and_negative_object_scale(scale):
     R.activate(ob)
     assert bpy.ops.sinew.solve() == {'FINISHED'}
     assert (R.world_tail(ob, "b03") - t.location).length < TOL * max(abs(v) for v in scale)
+
+
+def _reported_miss(out, bone):
+    """The distance Solve IK's report gives for ``bone`` ("misses its target by <d>")."""
+    return float(re.search(rf'bone "{bone}" misses its target by ([-+0-9.e]+)', out).group(1))
+
+
+@pytest.mark.parametrize("parent_scale", [(1.0, 2.0, 0.5), (0.01, 0.01, 0.01)], ids=["shear", "centimetres"])
+def test_solve_reports_the_distance_the_user_sees_in_world_space(capfd, parent_scale):
+    """Under a scaled parent (rotated and non-uniformly scaled: a shear; or a rig at 1/100), Solve
+    IK's "misses its target by" is the distance between the bone's tail and the target in the
+    world, as the user measures it, not the armature-space one."""
+    p = R.add_empty("P", (0.1, 0.0, 0.0))
+    p.rotation_euler, p.scale = (0.4, 0.0, 0.7), parent_scale
+    ob = R.make_chain(4)
+    ob.parent, ob.rotation_euler = p, (0.0, 0.6, 0.0)
+    bpy.context.view_layer.update()
+    t = R.add_empty("T", ob.matrix_world @ Vector((0.8, 0.4, 2.6)))  # out of reach
+    R.set_goal(ob, "b03", t)
+    R.activate(ob)
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    out = capfd.readouterr().out
+    world = (R.world_tail(ob, "b03") - t.location).length
+    armature = (ob.matrix_world.inverted() @ t.location - ob.pose.bones["b03"].tail).length
+    assert abs(world - armature) > 0.1 * world  # the two differ here
+    assert _reported_miss(out, "b03") == pytest.approx(world, rel=1e-4)
+    # A reachable target with the rig in Rest Position: Blender's miss in the world, Sinew's own
+    # residuals said to be in armature space.
+    t.location = ob.matrix_world @ Vector((0.5, 0.3, 1.4))
+    ob.data.pose_position = 'REST'
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    out = capfd.readouterr().out
+    world = (R.world_tail(ob, "b03") - t.location).length
+    assert _reported_miss(out, "b03") == pytest.approx(world, rel=1e-4)
+    assert "Sinew's solution comes closer (its residuals in armature space: " in out
 
 
 @pytest.mark.parametrize("scale, why", [((-1.0, 1.0, 1.0), "is mirrored relative to the armature"),
