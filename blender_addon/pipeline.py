@@ -94,13 +94,16 @@ class Settings:
     reduction_angle: float = math.radians(0.1)   # radians a reduced rotation may deviate
     reduction_distance: float = 1e-4             # distance a reduced location may deviate
 
-    def solver(self):
+    def solver(self, length_scale: float = 1.0):
+        """The engine's solver for these settings. ``length_scale``: how much larger armature
+        space is than the frame the engine solves in (the largest scale above a chain,
+        ``RigProblem.goal_scales``); the tolerance, an armature-space distance, is divided by it."""
         sinew = engine()
         if self.root not in ROOT_MODES:
             raise ReadError(f"Root mode must be one of {ROOT_MODES}, not {self.root!r}")
         try:
             return sinew.Solver(method=str(self.method), max_iterations=int(self.max_iterations),
-                                tolerance=float(self.tolerance))
+                                tolerance=float(self.tolerance) / float(length_scale))
         except sinew.SinewError as ex:
             raise ReadError(f"Bad solver setting: {ex}") from ex
 
@@ -110,7 +113,7 @@ class SolveResult:
     problem: rig_reader.RigProblem
     rotations: np.ndarray          # (N, 4) in rig order
     root_translation: np.ndarray   # (3,)
-    residuals: np.ndarray          # (G,) the engine's
+    residuals: np.ndarray          # (G,) the engine's, in armature space
     iterations: int
     reached: bool                  # the engine's answer
     stop_reason: str
@@ -302,7 +305,8 @@ class PendingSolve:
         # (Against the targets solved for: a goal moved by its influence, blend_goals.)
         misses = evaluated_misses(self.problem, depsgraph, self.targets, self.vectors)
         world_misses = evaluated_misses(self.problem, depsgraph, self.targets, self.vectors, world=True)
-        res = SolveResult(self.problem, self.rotations, np.asarray(sol.root_translation), np.asarray(sol.residuals),
+        residuals = self.problem.to_armature_distances(sol.residuals, self.problem.scales_above)
+        res = SolveResult(self.problem, self.rotations, np.asarray(sol.root_translation), residuals,
                           int(sol.iterations), bool(sol.reached), str(sol.stop_reason), list(self.keyed),
                           time.perf_counter() - self.t0, misses, self.settings.tolerance,
                           np.asarray(sol.orientation_residuals), scales=self.scales, key_note=self.key_note,
@@ -317,13 +321,30 @@ class SolveInput:
     solve starts and its reference pose. Compare IK Methods solves the same input."""
 
     problem: rig_reader.RigProblem
-    targets: tuple                 # (G, 3) targets, (G, 4) orientations wxyz, (G, 3) poles: armature space
+    targets: tuple                 # (G, 3) targets, (G, 4) orientations wxyz, (G, 3) poles: in the goals'
+                                   # engine frames (armature space with the scale above the chains
+                                   # divided out, RigProblem.to_engine)
     pose: np.ndarray               # (N, 4) wxyz, the pose before IK
     root_translation: np.ndarray   # (3,)
     vectors: np.ndarray | None = None  # (G, 3) the goals' kind vectors (RigProblem.sample_vectors)
 
     def engine_goals(self):
         return self.problem.engine_goals(*self.targets, self.vectors)
+
+    @property
+    def armature_targets(self) -> np.ndarray:
+        """(G, 3) the targets solved for, in armature space (where Blender's pose is measured)."""
+        p = self.problem
+        return p.to_engine(self.targets[0], p.rest, p.scales_above, inverse=True)
+
+    @property
+    def length_scale(self) -> float:
+        """``Settings.solver``'s ``length_scale`` for this input."""
+        return float(self.problem.goal_scales(self.problem.scales_above).max())
+
+    def armature_distances(self, residuals) -> np.ndarray:
+        """The engine's residuals (G,) as armature-space distances."""
+        return self.problem.to_armature_distances(residuals, self.problem.scales_above)
 
     def solve(self, solver, root: str, goals=None):
         """The one engine call of a solve: ``(solution, seconds spent in the call)``. ``goals``:
@@ -351,6 +372,9 @@ def read_solve_input(context, ob, settings: Settings) -> SolveInput:
     # IK constraint influence as Blender applies it: pole-less goals move toward the effector's
     # pose before IK (here); chains with a pole are blended with it after solving (prepare_solve).
     tg, orients, poles = (np.array(a, dtype=np.float64)[None] for a in targets)
+    # In the goals' engine frames (the scale of the bones above the chains divided out).
+    tg = problem.to_engine(tg, problem.rest[None], problem.scales_above[None])
+    poles = problem.to_engine(poles, problem.rest[None], problem.scales_above[None])
     problem.blend_goals(lambda _k: problem.rig, tg, orients, np.asarray(pose, dtype=np.float64)[None],
                         np.asarray(root_t, dtype=np.float64)[None])
     return SolveInput(problem, (tg[0], orients[0], poles[0]), pose, root_t, vectors)
@@ -364,7 +388,7 @@ def prepare_solve(context, ob, settings: Settings, *, key: bool = True) -> Pendi
     check_editable(ob)
     inp = read_solve_input(context, ob, settings)
     problem = inp.problem
-    solver = settings.solver()
+    solver = settings.solver(inp.length_scale)
     root_bone = problem.root_bone if settings.root == "free" else None
     if root_bone is not None and not ob.data.bones[root_bone].use_local_location:
         raise ReadError(f'Bone "{root_bone}": Local Location is off (Bone properties > Relations), so Sinew cannot '
@@ -385,7 +409,7 @@ def prepare_solve(context, ob, settings: Settings, *, key: bool = True) -> Pendi
     if not np.all(np.isfinite(rotations)) or (scales is not None and not np.all(np.isfinite(scales))):
         raise ReadError("Sinew returned a non-finite pose; nothing was changed")
     return PendingSolve(ob, problem, settings, sol, rotations, root_bone, key, context.scene.frame_current, t0,
-                        scales[0] if scales is not None else None, inp.targets[0], inp.vectors)
+                        scales[0] if scales is not None else None, inp.armature_targets, inp.vectors)
 
 
 def solve_pose(context, ob, settings: Settings, *, key: bool = True, keying_set=None) -> SolveResult:
@@ -485,14 +509,14 @@ def compare_methods(context, ob, settings: Settings) -> dict:
         row = {"method": name, "reached": False, "position": None, "orientation": None, "iterations": None,
                "ms": None, "stop": None, "unsupported": None, "failed": None}
         try:
-            solver = replace(settings, method=name).solver()
+            solver = replace(settings, method=name).solver(inp.length_scale)
             sol, seconds = inp.solve(solver, settings.root, goals)
         except sinew.UnsupportedError as ex:
             row["unsupported"] = str(ex)
         except (sinew.SinewError, ReadError) as ex:
             row["failed"] = str(ex)
         else:
-            res = np.asarray(sol.residuals, dtype=np.float64)
+            res = inp.armature_distances(sol.residuals)
             row.update(reached=bool(sol.reached), position=float(res.max()) if res.size else 0.0,
                        iterations=int(sol.iterations), ms=seconds * 1000.0, stop=str(sol.stop_reason))
             if orientation:
@@ -939,7 +963,8 @@ class BakeJob:
         self.verify = verify
         self.reduction = ((float(settings.reduction_angle), float(settings.reduction_distance))
                           if settings.key_reduction else None)
-        self.solver = settings.solver()
+        self.solver = settings.solver()  # (checks the settings up front; compute solves with one whose
+                                         # tolerance is in the engine frame, Settings.solver)
         self.settings = settings
         self.ob = ob
         self.scene = context.scene
@@ -1013,6 +1038,7 @@ class BakeJob:
         poles = np.zeros((nf, ng, 3))
         vectors = np.zeros((nf, ng, 3))  # the goals' kind vectors (RigProblem.sample_vectors)
         rests = np.zeros((nf, nb, 4, 4))
+        above = np.ones((nf, nb))  # the roots' scales (RigProblem.anchor_scales), per frame
         root_loc = np.zeros((nf, 3))
         moved_set = set(moved)
         others = [] if self.only_moved else [b.name for b in ob.data.bones if b.name not in moved_set]
@@ -1044,6 +1070,7 @@ class BakeJob:
                 vectors[k] = p.sample_vectors(depsgraph)
             pbs = ob.evaluated_get(depsgraph).pose.bones
             rests[k] = p.rest_for(pbs, pbs)
+            above[k] = p.anchor_scales(pbs, frame=int(f))
             if k == 0:
                 start_pose, start_root = p.pose_from_bones(pbs)
                 compat = {n: tuple(pbs[n].rotation_euler) for n in moved}
@@ -1065,6 +1092,7 @@ class BakeJob:
             rests[1:], root_loc[1:], conn_rot[1:] = rests[0], root_loc[0], conn_rot[0]
             for values in others_values.values():
                 values[1:] = values[0]
+            above[1:] = above[0]
             fk = bone_rotations_from_fcurves(ob, moved, frames)
             if fk is None:  # not expected: pose_is_static read the same F-curves
                 raise ReadError("Could not read the moved bones' keys from the action")
@@ -1072,6 +1100,11 @@ class BakeJob:
             yield 0.5
         p.check_samples(targets, orients, poles, [int(f) for f in frames])
         p.check_vectors(vectors, [int(f) for f in frames])
+        # From here on, points are in the goals' engine frames (the scale of the bones above the
+        # chains divided out, RigProblem.to_engine); distances come back in armature space.
+        targets = p.to_engine(targets, rests, above)
+        poles = p.to_engine(poles, rests, above)
+        solver = self.settings.solver(float(p.goal_scales(above).max()))
         references = np.tile(np.asarray(start_pose, dtype=np.float64), (nf, 1, 1))
         references[:, moved_idx] = moved_rot
         if not np.all(np.isfinite(references)):
@@ -1130,7 +1163,7 @@ class BakeJob:
         for c0 in range(0, nf, self.chunk):
             c1 = min(nf, c0 + self.chunk)
             if not per_frame:
-                res = self.solver.solve_sequence(
+                res = solver.solve_sequence(
                     rig, goals, targets[c0:c1],
                     orientations=orients[c0:c1] if use_orient else None,
                     pole_targets=poles[c0:c1] if use_poles else None,
@@ -1154,7 +1187,7 @@ class BakeJob:
                     elif pinned:
                         root = root_loc[k]
                     pose[conn] = conn_rot[k]
-                    sol = self.solver.solve(rig, p.engine_goals(targets[k], orients[k], poles[k], vectors[k]), pose=pose,
+                    sol = solver.solve(rig, p.engine_goals(targets[k], orients[k], poles[k], vectors[k]), pose=pose,
                                             root_translation=root, root=self.settings.root,
                                             reference=references[k], reference_root_translation=root_loc[k],
                                             scales=start_scales)
@@ -1178,6 +1211,8 @@ class BakeJob:
         if not np.all(np.isfinite(rotations)) or (local_scales is not None and not np.all(np.isfinite(local_scales))):
             raise ReadError("Sinew returned a non-finite pose; nothing was changed")
         solve_s = time.perf_counter() - t0
+        residuals = p.to_armature_distances(residuals, above)
+        targets = p.to_engine(targets, rests, above, inverse=True)
 
         self._computed = dict(
             rotations=rotations, root_t=root_t, residuals=residuals, iterations=iterations, reached=reached,
@@ -1186,7 +1221,7 @@ class BakeJob:
             keyed=moved + others, compat=compat, moved=moved, moved_rot=rotations[:, [idx[n] for n in moved], :],
             others_values=others_values,
             root_bone=p.root_bone if not pinned else None, targets=targets, vectors=vectors,
-            scales=scales if p.stretches else None,
+            scales=scales if p.stretches else None, goal_scales=p.goal_scales(above).max(axis=0),
             local_scales=local_scales,
             keyed_scales=None if local_scales is None else {n: local_scales[:, idx[n]] for n in moved})
 
@@ -1235,8 +1270,10 @@ class BakeJob:
         stretch = None
         if c["scales"] is not None:
             stretch = dict(zip(self.problem.names, np.max(c["scales"], axis=0).tolist()))
-        return key_reduction.effector_slack(self.ob, [(g.bone, g.use_tail) for g in self.problem.goals], c["keyed"],
-                                            c["root_bone"], *self.reduction, stretch=stretch)
+        slack = key_reduction.effector_slack(self.ob, [(g.bone, g.use_tail) for g in self.problem.goals], c["keyed"],
+                                             c["root_bone"], *self.reduction, stretch=stretch)
+        # (Its levers are rest lengths: a scale above a chain lengthens them.)
+        return slack * np.maximum(1.0, c["goal_scales"])
 
     def _write(self, frames, moved, moved_rot, root_bone, root_t, compat, scales=None, others_values=None):
         """Writes the keys (and reduces them, when asked) and mutes the replaced constraints; on
@@ -1459,4 +1496,6 @@ def export_problem(context, ob, settings: Settings) -> dict:
     the targets as before solving; the blend after solving of poled chains has no place in the
     format), as ``sinew.problem/1`` (``/2`` with goal kinds)."""
     inp = read_solve_input(context, ob, settings)
-    return problem_document(inp.problem, *inp.targets, inp.pose, inp.root_translation, settings, inp.vectors)
+    # (The document is the engine's problem: targets in the engine frames, the tolerance too.)
+    engine_settings = replace(settings, tolerance=float(settings.tolerance) / inp.length_scale)
+    return problem_document(inp.problem, *inp.targets, inp.pose, inp.root_translation, engine_settings, inp.vectors)

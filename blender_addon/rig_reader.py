@@ -499,6 +499,17 @@ def apply_limit(rig, name: str, lim: LimitSpec) -> None:
 # Moved bones and connectors keep Blender's rest relation to their parent
 # (parent.matrix_local⁻¹ · matrix_local), so the engine's local rotations are their
 # rotation_quaternion.
+#
+# Scale above the chains. Bones below an anchor inherit its evaluated scale: under an anchor
+# scaled uniformly by s (a character resized by its root control) a chain is s times its rest
+# size in armature space. The engine's rig is rigid, so each engine root's subtree is solved in
+# its own "engine frame", armature space scaled by 1/s about the root's head h: a point p is
+# h + (p - h) / s there (``to_engine``), where the chain has its rest size. The scale being
+# uniform, rotations are the same in both frames: the solved rotations are Blender's
+# rotation_quaternion as they are, only points (targets, poles) go in converted and distances
+# (residuals) come back times s (``to_armature_distances``). A non-uniform, mirrored or zero
+# scale above a chain has no such frame and is refused (``anchor_scales``). A moved root has no
+# bone above it; the armature object's own scale is divided out by armature space.
 
 
 @dataclass
@@ -520,6 +531,9 @@ class RigProblem:
     sub_bases: list[str] = field(default_factory=list)
     moved: list[list[str]] = field(default_factory=list)   # per goal
     limits: dict = field(default_factory=dict)              # name -> LimitSpec, non-free only
+    # (N,) at the frame read: each engine root's uniform scale in Blender's evaluated pose (an
+    # anchor's; 1 for a moved root and for every bone with a parent); see ``anchor_scales``.
+    scales_above: np.ndarray | None = None
 
     @property
     def index(self) -> dict[str, int]:
@@ -578,6 +592,67 @@ class RigProblem:
             world[name] = m
             out[i] = np.array(m)
         return out
+
+    def anchor_scales(self, anchor_bones, frame=None) -> np.ndarray:
+        """(N,) the uniform scale of every anchor in evaluated pose bones ``anchor_bones`` (the
+        scale its chains inherit, which ``rest_for`` leaves out of the rest matrices), 1 for the
+        other bones. ReadError naming the anchor (and ``frame``, when given) where that scale is
+        not uniform, is mirrored or is zero: no engine frame then matches Blender's chain (see
+        "Scale above the chains")."""
+        out = np.ones(len(self.names))
+        for i, name in enumerate(self.names):
+            if name in self._anchor_set:
+                out[i] = self._uniform_scale(anchor_bones, name, frame)
+        return out
+
+    def _uniform_scale(self, pose_bones, name, frame) -> float:
+        m = np.array(pose_bones[name].matrix.to_3x3(), dtype=np.float64)
+        bad = _scale_problem(m)
+        if bad is None:
+            return float(np.linalg.norm(m, axis=0).mean())
+        # Name the bone the scale comes from: the highest one above the anchor that has it too.
+        source, b = name, pose_bones[name].parent
+        while b is not None and _scale_problem(np.array(b.matrix.to_3x3(), dtype=np.float64)) is not None:
+            source, b = b.name, b.parent
+        i = self.index[name]
+        below = [g.bone for g, r in zip(self.goals, self.goal_roots()) if r == i]
+        chain = f' (the chain of bone "{below[0]}" hangs from it)' if below else ""
+        origin = "" if source == name else f', from bone "{source}" above it'
+        at = "" if frame is None else f" at frame {frame}"
+        raise ReadError(f'Bone "{name}"{chain} is {bad} in the pose{at}{origin}; Sinew follows only a uniform '
+                        "scale of the bones above its chains (as when a character is resized by its root): "
+                        "make that scale uniform, or solve with Blender's IK. Nothing was changed")
+
+    def goal_roots(self) -> np.ndarray:
+        """(G,) the engine root above each goal's effector (the root whose frame the goal is
+        solved in, see "Scale above the chains")."""
+        idx, out = self.index, []
+        for g in self.goals:
+            i = idx[g.bone]
+            while self.parents[i] >= 0:
+                i = self.parents[i]
+            out.append(i)
+        return np.array(out, dtype=np.int64)
+
+    def goal_scales(self, scales) -> np.ndarray:
+        """(..., G) each goal's scale of armature space over its engine frame, from the roots'
+        scales (..., N) (``anchor_scales``)."""
+        return np.asarray(scales, dtype=np.float64)[..., self.goal_roots()]
+
+    def to_engine(self, points, rest, scales, inverse=False) -> np.ndarray:
+        """Points (..., G, 3) of armature space, one per goal, in each goal's engine frame for rest
+        matrices (..., N, 4, 4) and roots' scales (..., N): ``h + (p - h) / s`` about its root's
+        head h (see "Scale above the chains"); ``inverse``: from the engine frame back."""
+        roots = self.goal_roots()
+        heads = np.asarray(rest, dtype=np.float64)[..., :3, 3][..., roots, :]
+        s = self.goal_scales(scales)[..., None]
+        points = np.asarray(points, dtype=np.float64)
+        return heads + (points - heads) * (s if inverse else 1.0 / s)
+
+    def to_armature_distances(self, distances, scales) -> np.ndarray:
+        """Distances (..., G) measured in the goals' engine frames (the engine's residuals) in
+        armature space, for roots' scales (..., N)."""
+        return np.asarray(distances, dtype=np.float64) * self.goal_scales(scales)
 
     def root_rests(self, rests, tolerance=1e-6):
         """For per-frame engine rest matrices ``rests`` (F, N, 4, 4) in which only the root
@@ -769,6 +844,28 @@ class RigProblem:
                 rot[i] = bone_quaternion(pose_bones[name])
         loc = np.array(pose_bones[self.root_bone].location, dtype=np.float64) if self.root_bone else np.zeros(3)
         return rot, loc
+
+
+# How far a matrix's axes may be from one uniform scale (relative), as ``_scale_problem`` checks.
+UNIFORM_SCALE_TOLERANCE = 1e-4
+
+
+def _scale_problem(m3) -> str | None:
+    """None when the 3x3 ``m3`` is a rotation times a uniform positive scale (within
+    ``UNIFORM_SCALE_TOLERANCE``); else what it is instead, for a message."""
+    if not np.all(np.isfinite(m3)):
+        return "not finite"
+    norms = np.linalg.norm(m3, axis=0)
+    s = float(norms.mean())
+    if s < 1e-9:
+        return "scaled to zero"
+    if np.linalg.det(m3) < 0.0:
+        return "mirrored (a negative scale)"
+    n = m3 / np.where(norms > 0.0, norms, 1.0)
+    skew = float(np.abs(n.T @ n - np.eye(3)).max())
+    if float(np.abs(norms - s).max()) > UNIFORM_SCALE_TOLERANCE * s or skew > UNIFORM_SCALE_TOLERANCE:
+        return "scaled non-uniformly (" + ", ".join(f"{v:.4g}" for v in norms) + ")"
+    return None
 
 
 def armature_inverse(ob, matrix_world) -> Matrix:
@@ -1036,6 +1133,7 @@ def read(ob, *, need_goals: bool = True, depsgraph=None, only_selected: bool = F
     depsgraph = depsgraph or bpy.context.evaluated_depsgraph_get()
     ob_eval = ob.evaluated_get(depsgraph)
     problem.rest = problem.rest_for(ob_eval.pose.bones, ob.pose.bones)
+    problem.scales_above = problem.anchor_scales(ob_eval.pose.bones)
     problem.rig = problem.make_rig(problem.rest)
     # What the engine's pose convention does not cover: say so rather than solve wrongly.
     for name in problem.moved_bones + problem.connectors:
@@ -1048,10 +1146,6 @@ def read(ob, *, need_goals: bool = True, depsgraph=None, only_selected: bool = F
             warnings.append(f'Bone "{name}" is scaled in the pose; Sinew ignores pose scale')
         if any(c.type != 'IK' and not c.mute and c.influence > 0.0 for c in pb.constraints):
             warnings.append(f'Bone "{name}" has constraints besides IK; they act on top of the Sinew pose')
-    for name in anchors:
-        scale = ob_eval.pose.bones[name].matrix.to_scale()
-        if any(abs(v - 1.0) > 1e-4 for v in scale):
-            warnings.append(f'Bone "{name}" is scaled in the pose; Sinew ignores the scale of bones above its chains')
     for g in goals:
         for ref in (g.target, g.pole):
             if ref is not None and ref.ob == ob and ref.bone:
