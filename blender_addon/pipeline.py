@@ -1390,15 +1390,19 @@ def bake_goal_results(r: BakeResult) -> list[dict]:
     """Per goal of a bake: {"bone", "source", "worst" (largest distance left, Sinew's), "frame"
     (where), "missed" (frames beyond the tolerance), "orientation" (worst degrees, or None),
     "blender" (worst miss in Blender's evaluated pose at the checked frames, or None),
-    "blender_frame"}."""
+    "blender_frame", "blender_missed" (checked frames where Blender's evaluated pose misses the
+    goal although Sinew's solution reaches closer: ``BakeResult.blender_misses``)}."""
     out = []
     frames = r.frames
+    blender_missed = [0] * len(r.problem.goals)
+    for _f, i, _m in r.blender_misses:
+        blender_missed[i] += 1
     for i, g in enumerate(r.problem.goals):
         col = r.residuals[:, i] if r.residuals.size else np.zeros(1)
         k = int(np.argmax(col))
         d = {"bone": g.bone, "source": g.source, "worst": float(col[k]), "frame": int(frames[min(k, len(frames) - 1)]),
              "missed": int(np.count_nonzero(col > r.tolerance)), "orientation": None, "blender": None,
-             "blender_frame": None}
+             "blender_frame": None, "blender_missed": blender_missed[i]}
         if g.reports_angle and r.orientation_residuals.size:
             d["orientation"] = float(np.degrees(r.orientation_residuals[:, i].max()))
         if r.misses is not None and r.misses.size:

@@ -227,12 +227,15 @@ def draw_last_bake(layout, doc):
                  icon='ACTION')
     tol = float(doc.get("tolerance", 0.0))
     for g in doc["goals"]:
-        ok = not g.get("missed")
+        ok = not g.get("missed") and not g.get("blender_missed")
         box = layout.box()
         col = box.column(align=True)
         col.label(text=str(g.get("bone", "?")), icon='CHECKMARK' if ok else 'ERROR')
         if ok:
             col.label(text=f"Reached, worst {g.get('worst', 0.0):.3g}")
+        elif not g.get("missed"):
+            col.label(text=f"Sinew reached it, worst {g.get('worst', 0.0):.3g}")
+            col.label(text=f"Blender misses at {g.get('blender_missed')} checked frames")
         else:
             col.label(text=f"Misses by {g.get('worst', 0.0):.3g} at frame {g.get('frame')}")
             col.label(text=f"{g.get('missed')} frames beyond {tol:.3g}")
