@@ -11,6 +11,7 @@ bone's current value) or axis-angle. Bulk keys go through the channelbag API
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 
 import bpy
 import numpy as np
@@ -351,29 +352,59 @@ def _fcurve_getter(act, slot):
     return legacy
 
 
-def muted_records(ob) -> list[dict]:
-    """What Sinew bakes muted on ``ob`` and did not restore: [{"bone", "constraint", "how",
-    "influence"}] (``how``: "mute", or "influence" where Mute is driven and the influence was set
-    to 0 from "influence")."""
-    raw = getattr(ob, "sinew_muted", "")
+def _parse_records(raw: str) -> list[dict]:
+    """The records in one of the JSON strings ``muted_records`` reads (bad ones left out)."""
     if not raw:
         return []
     try:
         recs = json.loads(raw)
     except ValueError:
         return []
-    return [r for r in recs if isinstance(r, dict) and {"bone", "constraint", "how"} <= r.keys()]
+    if not isinstance(recs, list):
+        return []
+    return [r for r in recs if isinstance(r, dict) and isinstance(r.get("constraint"), str)
+            and r.get("how") in ("mute", "influence")]
 
 
-def _store_records(ob, recs) -> None:
-    ob.sinew_muted = json.dumps(recs) if recs else ""
+def muted_records(ob) -> list[dict]:
+    """What Sinew bakes muted on ``ob`` and did not restore: [{"bone", "constraint", "how",
+    "influence"}] (``how``: "mute", or "influence" where Mute is driven and the influence was set
+    to 0 from "influence"). Each pose bone keeps its own records
+    (``pose_bone.sinew.muted_constraints``), so ``bone`` is the bone's name now, also after a
+    rename; records kept by bone name on the object (``ob.sinew_muted``: files baked before, or a
+    bone that is not there) come last."""
+    recs = []
+    for pb in ob.pose.bones if ob.pose is not None else ():
+        recs += [dict(r, bone=pb.name) for r in _parse_records(pb.sinew.muted_constraints)]
+    known = {(r["bone"], r["constraint"]) for r in recs}
+    recs += [r for r in _parse_records(getattr(ob, "sinew_muted", ""))
+             if isinstance(r.get("bone"), str) and (r["bone"], r["constraint"]) not in known]
+    return recs
+
+
+def store_muted_records(ob, recs) -> None:
+    """Keeps ``recs`` (as ``muted_records`` gives them) as the whole record: each on its pose bone,
+    one whose bone is not there by that name on the object. Writes only what changes."""
+    on_bone, by_name = {}, []
+    for r in recs:
+        if ob.pose.bones.get(r["bone"]) is not None:
+            on_bone.setdefault(r["bone"], []).append({k: v for k, v in r.items() if k != "bone"})
+        else:
+            by_name.append(r)
+    for pb in ob.pose.bones:
+        raw = json.dumps(on_bone[pb.name]) if pb.name in on_bone else ""
+        if pb.sinew.muted_constraints != raw:
+            pb.sinew.muted_constraints = raw
+    raw = json.dumps(by_name) if by_name else ""
+    if ob.sinew_muted != raw:
+        ob.sinew_muted = raw
 
 
 def mute_constraints(ob, replaced) -> tuple[int, list[str]]:
     """Switches off the Blender IK constraints ``replaced`` [(bone, constraint)] so they do not
     act on top of the Sinew pose: mutes them, or, where ``mute`` is driven (Rigify switches its
     pole / no-pole IK that way), sets their influence to 0. Each one changed is recorded on the
-    object (``ob.sinew_muted``) for Restore IK Constraints. Returns (count, warnings)."""
+    bone (``muted_records``) for Restore IK Constraints. Returns (count, warnings)."""
     ad = ob.animation_data
     drivers = ad.drivers if ad is not None else None
 
@@ -403,28 +434,76 @@ def mute_constraints(ob, replaced) -> tuple[int, list[str]]:
         else:
             warnings.append(f'Bone "{bone}": constraint "{con}" has driven Mute and Influence; '
                             "it still acts on top of the Sinew pose")
-    _store_records(ob, recs)
+    store_muted_records(ob, recs)
     return n, warnings
 
 
-def restore_constraints(ob) -> tuple[list[str], list[str]]:
-    """Turns back on exactly the IK constraints Sinew bakes muted on ``ob`` (``muted_records``) and
-    forgets them. A constraint the user has turned on again since is left as it is. Returns
-    (restored descriptions, problems)."""
-    restored, problems = [], []
-    for r in muted_records(ob):
-        bone, con = r["bone"], r["constraint"]
+@dataclass
+class Restored:
+    """What Restore IK Constraints did on one armature (``restore_constraints``)."""
+
+    turned_on: list[str] = field(default_factory=list)  # the constraints turned back on, described
+    kept: list[str] = field(default_factory=list)       # why a record is kept: its constraint was not found
+    forgotten: list[str] = field(default_factory=list)  # why a record whose constraint was not found is dropped
+
+
+def _switched_off(c, how: str) -> bool:
+    """Whether constraint ``c`` is off the way a record's ``how`` says Sinew switched it off."""
+    return c.mute if how == "mute" else c.influence == 0.0
+
+
+def _could_be(pb, c, how: str, named) -> bool:
+    """Whether constraint ``c`` of pose bone ``pb`` could be one a record lost track of: an IK
+    constraint still switched off the way the record says (``how``) that no record names."""
+    return c.type == 'IK' and _switched_off(c, how) and (pb.name, c.name) not in named
+
+
+def restore_constraints(ob) -> Restored:
+    """Turns back on exactly the IK constraints Sinew bakes muted on ``ob`` (``muted_records``,
+    which follow a renamed bone) and forgets them; one the user has turned on again since is left
+    as it is, and forgotten.
+
+    A record whose constraint is not found by its name (a renamed or deleted constraint; or, for
+    a record kept by bone name, a renamed or deleted bone) is never guessed at: while an IK
+    constraint that is still off the way the record says, and that no other record names, could
+    be it (on the record's bone; anywhere in the armature when that bone is not there), the record
+    is kept, and ``kept`` says which constraints to give the name back to, so Restore can run
+    again; otherwise nothing Sinew switched off is left to turn on, and the record is forgotten
+    (``forgotten`` says so)."""
+    done = Restored()
+    recs = muted_records(ob)
+    named = {(r["bone"], r["constraint"]) for r in recs}
+    keep = []
+    for r in recs:
+        bone, con, how = r["bone"], r["constraint"], r["how"]
         pb = ob.pose.bones.get(bone)
         c = pb.constraints.get(con) if pb is not None else None
         if c is None:
-            problems.append(f'Bone "{bone}": constraint "{con}" no longer exists (renamed or deleted)')
+            if pb is not None:
+                what = (f'Bone "{bone}": IK constraint "{con}", which a Sinew bake muted, is not on it by that name any '
+                        "more (renamed or deleted)")
+                give_back = f'rename it back to "{con}"'
+                could_be = [f'"{x.name}"' for x in pb.constraints if _could_be(pb, x, how, named)]
+            else:
+                what = (f'Bone "{bone}", whose IK constraint "{con}" a Sinew bake muted, is not in the armature by that '
+                        "name any more (renamed or deleted)")
+                give_back = f'rename the bone back to "{bone}"'
+                could_be = [f'"{x.name}" (bone "{p.name}")' for p in ob.pose.bones for x in p.constraints
+                            if _could_be(p, x, how, named)]
+            if could_be:
+                keep.append(r)
+                done.kept.append(f"{what}; {', '.join(could_be)}, still switched off, may be it: {give_back} and run "
+                                 "Restore IK Constraints again (Sinew keeps the record), or turn it on yourself")
+            else:
+                done.forgotten.append(f"{what}; no IK constraint there is still switched off, so nothing is left to "
+                                      "turn back on (record dropped)")
             continue
-        if r["how"] == "mute":
+        if how == "mute":
             if c.mute:
                 c.mute = False
-                restored.append(f'"{con}" ({bone})')
+                done.turned_on.append(f'"{con}" ({bone})')
         elif c.influence == 0.0:
             c.influence = float(r.get("influence", 1.0))
-            restored.append(f'"{con}" ({bone}, influence {c.influence:.3g})')
-    _store_records(ob, [])
-    return restored, problems
+            done.turned_on.append(f'"{con}" ({bone}, influence {c.influence:.3g})')
+    store_muted_records(ob, keep)
+    return done

@@ -599,21 +599,37 @@ class SINEW_OT_restore_constraints(bpy.types.Operator):
             self.report({'ERROR'}, "The active object is not an editable armature")
             return {'CANCELLED'}
         several = len(obs) > 1
-        restored_all = []
+        turned_on, kept, forgotten = [], [], []
         try:
             for ob in obs:
-                restored, problems = keys.restore_constraints(ob)
-                for p in problems:
-                    self.report({'WARNING'}, _prefix(ob, several) + p)
-                restored_all += [_prefix(ob, several) + r for r in restored]
+                done = keys.restore_constraints(ob)
+                pre = _prefix(ob, several)
+                for text in done.kept:
+                    self.report({'WARNING'}, f"Sinew: {pre}{text}")
+                for text in done.forgotten:
+                    self.report({'INFO'}, f"Sinew: {pre}{text}")
+                turned_on += [pre + t for t in done.turned_on]
+                kept += done.kept
+                forgotten += done.forgotten
         except Exception as ex:
             return _failed(self, ex)
-        if restored_all:
-            self.report({'INFO'}, f"Sinew: turned {len(restored_all)} IK constraint(s) back on: "
-                                  f"{', '.join(restored_all)}")
-        else:
-            self.report({'INFO'}, "Sinew: the IK constraints it muted are already on")
+        self.report(*restore_report(turned_on, len(kept), len(forgotten)))
         return {'FINISHED'}
+
+
+def restore_report(turned_on, n_kept, n_forgotten):
+    """(level, text) of Restore IK Constraints: the constraints it turned back on, and a warning
+    while it keeps records of constraints it did not find. "Already on" only when it found every
+    constraint it had muted and each was on."""
+    done = (f"turned {len(turned_on)} IK constraint(s) back on: {', '.join(turned_on)}" if turned_on
+            else "turned no IK constraint back on")
+    if n_kept:
+        records = "its record" if n_kept == 1 else "their records"
+        return {'WARNING'}, (f"Sinew: {done}; it did not find {_count(n_kept, 'IK constraint')} it muted (see the "
+                             f"warnings) and keeps {records}, so Restore IK Constraints can run again")
+    if turned_on or n_forgotten:
+        return {'INFO'}, f"Sinew: {done}"
+    return {'INFO'}, "Sinew: the IK constraints it muted are already on"
 
 
 class SINEW_OT_export_problem(_SolverProps, bpy.types.Operator, ExportHelper):

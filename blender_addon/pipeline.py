@@ -1292,7 +1292,7 @@ class BakeJob:
             fake=saved_action.use_fake_user if saved_action is not None else None,
             cons=[(c, c.mute, c.influence) for bone, name in p.replaced
                   for c in [ob.pose.bones[bone].constraints.get(name)] if c is not None],
-            record=ob.sinew_muted, actions=set(bpy.data.actions), last_bake=ob.sinew_last_bake)
+            record=keys.muted_records(ob), actions=set(bpy.data.actions), last_bake=ob.sinew_last_bake)
         try:
             action, prev, note = keys.write_bake(ob, frames, moved, moved_rot, root_bone,
                                                  root_t if root_bone else None, new_action=self.new_action,
@@ -1328,7 +1328,7 @@ class BakeJob:
             bpy.data.actions.remove(act)
         for c, mute, influence in u["cons"]:
             c.mute, c.influence = mute, influence
-        ob.sinew_muted = u["record"]
+        keys.store_muted_records(ob, u["record"])
         ob.sinew_last_bake = u["last_bake"]
         self._undo = None
 

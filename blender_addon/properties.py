@@ -214,6 +214,17 @@ class SinewBoneSettings(bpy.types.PropertyGroup):
         override=OVERRIDABLE,
     )
 
+    # --- What a bake switched off ------------------------------------------------------------
+    # The IK constraints of this bone that Sinew bakes muted, for Restore IK Constraints
+    # (keys.muted_records): JSON, a list of {"constraint", "how": "mute" | "influence",
+    # "influence"}. Kept on the bone, not by its name, so that it follows the bone when the bone
+    # is renamed.
+    muted_constraints: StringProperty(
+        name="Muted IK Constraints", description="IK constraints of this bone a Sinew bake muted (for Restore IK "
+                                                 "Constraints)",
+        default="", options={'HIDDEN'}, override=OVERRIDABLE,
+    )
+
 
 classes = (SinewBoneSettings,)
 
@@ -237,8 +248,10 @@ def register():
     bpy.types.PoseBone.sinew = PointerProperty(type=SinewBoneSettings, name="Sinew",
                                                description="Sinew IK goal and limits of this bone",
                                                override=OVERRIDABLE)
-    # What a bake muted, so Restore IK Constraints can undo exactly that (keys.mute_constraints):
-    # JSON, a list of {"bone", "constraint", "how": "mute" | "influence", "influence"}.
+    # What a bake muted is kept on each pose bone (SinewBoneSettings.muted_constraints). Here: the
+    # records of bones that are not there any more by that name (and, from files of Sinew 0.1.0
+    # before that, all of them), by bone name: JSON, a list of {"bone", "constraint", "how",
+    # "influence"} (keys.muted_records).
     bpy.types.Object.sinew_muted = StringProperty(
         name="Sinew Muted Constraints", description="IK constraints a Sinew bake muted (for Restore IK Constraints)",
         default="", options={'HIDDEN'}, override=OVERRIDABLE)

@@ -59,6 +59,84 @@ def test_restore_puts_back_the_influence_where_mute_is_driven():
     assert con.influence == pytest.approx(0.8)
 
 
+def _blender_ik_reaches(ob, bone, t, frames=(1, 20)):
+    for f in frames:
+        bpy.context.scene.frame_set(f)
+        assert (R.world_tail(ob, bone) - R.world_location(t)).length < 5e-3, f
+
+
+def test_restore_finds_the_constraints_it_muted_after_the_bone_is_renamed(capfd, addon):
+    """The record is kept on the pose bone, so it follows the bone's new name."""
+    ob, t, con = _ik_chain()
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=20) == {'FINISHED'}
+    ob.data.bones["b03"].name = "hand"
+    assert con.mute and bpy.ops.sinew.restore_constraints.poll()
+    assert bpy.ops.sinew.restore_constraints() == {'FINISHED'}
+    out = capfd.readouterr().out
+    assert 'turned 1 IK constraint(s) back on: "IK" (hand)' in out
+    assert "no longer exists" not in out and "already on" not in out
+    assert not con.mute and addon.keys.muted_records(ob) == []
+    assert not bpy.ops.sinew.restore_constraints.poll()
+    _blender_ik_reaches(ob, "hand", t)
+
+
+def test_restore_keeps_the_record_of_a_renamed_constraint_until_it_has_its_name_back(capfd, addon):
+    """A constraint not found by its name is never guessed at, never said to be on, and its
+    record is kept while a muted IK constraint of the bone could be it."""
+    ob, t, con = _ik_chain()
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=20) == {'FINISHED'}
+    con.name = "Reach"
+    capfd.readouterr()
+    assert bpy.ops.sinew.restore_constraints() == {'FINISHED'}
+    out = capfd.readouterr().out
+    assert ('Bone "b03": IK constraint "IK", which a Sinew bake muted, is not on it by that name any more (renamed '
+            'or deleted); "Reach", still switched off, may be it: rename it back to "IK" and run Restore IK '
+            "Constraints again (Sinew keeps the record)") in out
+    assert ("turned no IK constraint back on; it did not find 1 IK constraint it muted (see the warnings) and keeps "
+            "its record") in out
+    assert "already on" not in out
+    assert con.mute and bpy.ops.sinew.restore_constraints.poll()
+    con.name = "IK"
+    assert bpy.ops.sinew.restore_constraints() == {'FINISHED'}
+    assert 'turned 1 IK constraint(s) back on: "IK" (b03)' in capfd.readouterr().out
+    assert not con.mute and addon.keys.muted_records(ob) == []
+    _blender_ik_reaches(ob, "b03", t)
+
+
+def test_restore_drops_the_record_of_a_deleted_constraint_and_does_not_call_it_on(capfd, addon):
+    ob, t, con = _ik_chain()
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=20) == {'FINISHED'}
+    ob.pose.bones["b03"].constraints.remove(con)
+    capfd.readouterr()
+    assert bpy.ops.sinew.restore_constraints() == {'FINISHED'}
+    out = capfd.readouterr().out
+    assert ('IK constraint "IK", which a Sinew bake muted, is not on it by that name any more (renamed or deleted); '
+            "no IK constraint there is still switched off, so nothing is left to turn back on (record dropped)") in out
+    assert "Sinew: turned no IK constraint back on" in out and "already on" not in out
+    assert addon.keys.muted_records(ob) == [] and not bpy.ops.sinew.restore_constraints.poll()
+
+
+def test_restore_reads_records_kept_by_bone_name_on_the_object(capfd, addon):
+    """Files baked before the records moved onto the bones keep them on the object, by bone
+    name: restored by name, and kept (not dropped) while the bone is not found by it."""
+    import json
+
+    ob, t, con = _ik_chain()
+    con.mute = True
+    ob.sinew_muted = json.dumps([{"bone": "b03", "constraint": "IK", "how": "mute"}])
+    ob.data.bones["b03"].name = "hand"
+    assert bpy.ops.sinew.restore_constraints() == {'FINISHED'}
+    out = capfd.readouterr().out
+    assert ('Bone "b03", whose IK constraint "IK" a Sinew bake muted, is not in the armature by that name any more '
+            '(renamed or deleted); "IK" (bone "hand"), still switched off, may be it: rename the bone back to "b03"'
+            ) in out
+    assert con.mute and [r["bone"] for r in addon.keys.muted_records(ob)] == ["b03"]
+    ob.data.bones["hand"].name = "b03"
+    assert bpy.ops.sinew.restore_constraints() == {'FINISHED'}
+    assert 'turned 1 IK constraint(s) back on: "IK" (b03)' in capfd.readouterr().out
+    assert not con.mute and ob.sinew_muted == "" and addon.keys.muted_records(ob) == []
+
+
 def test_restore_is_in_the_pose_menu_and_the_sidebar(addon):
     assert "SINEW_OT_restore_constraints" in dir(bpy.types)
     import inspect
