@@ -129,8 +129,9 @@ class _SolverProps:
         description="The Sinew IK method that solves the goals")
     only_selected: BoolProperty(
         name="Only Selected Bones", default=False,
-        description="Solve only the goals of selected bones (the bone with the Sinew goal or IK constraint, "
-                    "or its effector); other goals are left out")
+        description="Solve only the goals of selected bones: a goal counts when a bone of its chain, the bone "
+                    "with the Sinew goal or IK constraint, or its target or pole bone (or a parent that carries it) "
+                    "is selected; other goals are left out")
 
     def settings(self):
         # Blender keeps float properties in single precision: pass the value the user typed

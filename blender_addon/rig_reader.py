@@ -366,11 +366,46 @@ def is_bone_selected(pb) -> bool:
     return bool(sel) and not hidden
 
 
+def goal_chain(ob, g: GoalSpec) -> list[str]:
+    """The bones of goal ``g``'s chain: its effector and the bones above it, as many as its
+    chain length counts (0: up to the root)."""
+    chain, b = [], ob.pose.bones[g.bone]
+    while b is not None and (g.chain_length == 0 or len(chain) < g.chain_length):
+        chain.append(b.name)
+        b = b.parent
+    return chain
+
+
+def goal_handles(ob, g: GoalSpec) -> set[str]:
+    """The bones of ``ob`` whose selection selects goal ``g`` for Only Selected Bones: the bone
+    that carries the goal or IK constraint, the bones of its chain (``goal_chain``, the effector
+    first), and its target and pole when they are bones of ``ob``, each with the bones that carry
+    it: its parents up to one that also carries the chain (the root of every bone does not select
+    every goal). So on a Rigify rig, whose IK
+    constraints, their chains' end bones and their targets are hidden mechanism bones, the
+    animator's IK control (``hand_ik.L``, the parent of the constraint's target) and the visible
+    bone of the chain (``upper_arm_ik.L``) both select the arm's goal."""
+    chain = goal_chain(ob, g)
+    above_chain, b = set(), ob.pose.bones[chain[-1]]
+    while b is not None:
+        above_chain.add(b.name)
+        b = b.parent
+    handles = {g.owner or g.bone, *chain}
+    for ref in (g.target, g.pole):
+        if ref is not None and ref.ob == ob and ref.bone:
+            handles.add(ref.bone)
+            b = ob.pose.bones[ref.bone].parent
+            while b is not None and b.name not in above_chain:
+                handles.add(b.name)
+                b = b.parent
+    return handles
+
+
 def selected_goals(ob, goals, replaced):
     """The goals (and the IK constraints they replace) of the selected bones of ``ob``: a goal
-    counts when the bone that carries it, or its effector, is selected."""
+    counts when one of its ``goal_handles`` is selected."""
     selected = {pb.name for pb in ob.pose.bones if is_bone_selected(pb)}
-    kept = [g for g in goals if g.bone in selected or (g.owner or g.bone) in selected]
+    kept = [g for g in goals if not selected.isdisjoint(goal_handles(ob, g))]
     owners = {g.owner or g.bone for g in kept}
     return kept, [(bone, con) for bone, con in replaced if bone in owners]
 
@@ -1074,8 +1109,13 @@ def read(ob, *, need_goals: bool = True, depsgraph=None, only_selected: bool = F
     if only_selected:
         goals, replaced = selected_goals(ob, goals, replaced)
         if need_goals and not goals:
+            from .keys import muted_records
+
+            muted = (" (the IK constraints a Sinew bake muted are not goals until Restore IK Constraints turns them "
+                     "back on)" if muted_records(ob) else "")
             raise NoGoalsError(f'Armature "{ob.name}": no selected bone has an IK goal (Only Selected Bones is on); '
-                               "select the bones with the goals or IK constraints to solve")
+                               "select a bone of an IK chain, the bone with the goal or IK constraint, or its target "
+                               f"or pole bone{muted}")
     sub_bases, moved = _analyze(ob, goals) if goals else ([], [])
 
     bones = ob.data.bones

@@ -426,6 +426,101 @@ def test_only_selected_bones_without_a_selected_goal_says_so():
     assert ob.animation_data is None
 
 
+def _rigify_rig_in_pose_mode():
+    meta = R.make_metarig()
+    R.activate(meta)
+    assert bpy.ops.pose.rigify_generate() == {'FINISHED'}
+    rig = next(o for o in bpy.data.objects if o.type == 'ARMATURE' and o != meta)
+    R.activate(rig)
+    bpy.ops.object.mode_set(mode='POSE')
+    return rig
+
+
+def _active_iks(rig):
+    """{bone: its acting IK constraint} on a Rigify rig: one per limb, on a hidden MCH bone."""
+    return {pb.name: c for pb in rig.pose.bones for c in pb.constraints
+            if c.type == 'IK' and not c.mute and c.influence > 0.0}
+
+
+def _rotation_keyed(ob, bone):
+    prop = {'QUATERNION': "rotation_quaternion", 'AXIS_ANGLE': "rotation_axis_angle"}.get(
+        ob.pose.bones[bone].rotation_mode, "rotation_euler")
+    return R.fcurve(ob, f'pose.bones["{bone}"].{prop}', 0) is not None
+
+
+def test_only_selected_bones_on_rigify_counts_the_ik_control_and_the_chains_visible_bone(capfd):
+    """On a Rigify rig the IK constraints, their chains' end bones and their targets are hidden
+    MCH bones: the animator selects the IK control (hand_ik.L, which carries the constraint's
+    target) or the chain's visible bone (upper_arm_ik.L), and that goal alone is solved."""
+    rig = _rigify_rig_in_pose_mode()
+    pbs = rig.pose.bones
+    iks = _active_iks(rig)
+    arm = "MCH-forearm_ik.L"
+    assert iks[arm].subtarget == "MCH-upper_arm_ik_target.L" and iks[arm].chain_count == 2
+    assert not pbs[arm].bone.collections[0].is_visible and pbs["MCH-upper_arm_ik_target.L"].parent.name == "hand_ik.L"
+    for pb in pbs:
+        select(pb, pb.name == "hand_ik.L")
+    pbs["hand_ik.L"].location = (0.0, -0.1, 0.1)
+    assert bpy.ops.sinew.solve(only_selected=True, use_keyframes=True) == {'FINISHED'}
+    assert "Sinew: 1 goal reached" in capfd.readouterr().out
+    assert _rotation_keyed(rig, "upper_arm_ik.L") and _rotation_keyed(rig, arm)
+    for other in ("upper_arm_ik.R", "thigh_ik.L", "thigh_ik.R"):
+        assert not _rotation_keyed(rig, other), other
+    # What Sinew keyed reaches the target with Blender's IK off too.
+    for c in iks.values():
+        c.influence = 0.0
+    bpy.context.view_layer.update()
+    assert (R.world_tail(rig, arm) - R.world_head(rig, "MCH-upper_arm_ik_target.L")).length < TOL
+    for c in iks.values():
+        c.influence = 1.0
+
+    # Bake, with the chain's visible bone selected: only that limb is keyed and its IK switched off.
+    for pb in pbs:
+        select(pb, pb.name == "upper_arm_ik.R")
+    assert bpy.ops.sinew.bake(only_selected=True, frame_start=1, frame_end=3) == {'FINISHED'}
+    assert iks["MCH-forearm_ik.R"].influence == 0.0
+    assert all(c.influence == 1.0 for bone, c in iks.items() if bone != "MCH-forearm_ik.R")
+    assert _rotation_keyed(rig, "upper_arm_ik.R") and not _rotation_keyed(rig, "thigh_ik.L")
+
+
+def test_only_selected_bones_on_rigify_does_not_count_the_bones_that_carry_every_limb():
+    """The bones above the chains (torso, root) carry every limb's target too: selecting them
+    selects no goal."""
+    rig = _rigify_rig_in_pose_mode()
+    for name in ("torso", "root"):
+        for pb in rig.pose.bones:
+            select(pb, pb.name == name)
+        with pytest.raises(RuntimeError, match="no selected bone has an IK goal.*select a bone of an IK chain, the "
+                                               "bone with the goal or IK constraint, or its target or pole bone$"):
+            bpy.ops.sinew.solve(only_selected=True)
+    assert rig.animation_data is None or rig.animation_data.action is None
+
+
+@pytest.mark.parametrize("bone_is", ["target", "pole"])
+def test_only_selected_bones_counts_the_target_and_pole_bones_and_the_parents_that_carry_them(bone_is):
+    """A goal counts when its target or pole bone in the same armature is selected, or a bone
+    that carries it but not the chain: R2 hangs from R1 and R0, and trunk2 carries the chain."""
+    ob = R.make_ybranch()
+    con = ob.pose.bones["L2"].constraints.new('IK')
+    con.chain_count = 2  # L2, L1
+    if bone_is == "target":
+        con.target, con.subtarget = ob, "R2"
+    else:
+        con.target = R.add_empty("T", (0.7, 0.2, 1.9))
+        con.pole_target, con.pole_subtarget = ob, "R2"
+    R.activate(ob)
+    bpy.ops.object.mode_set(mode='POSE')
+    for name, counts in (("R2", True), ("R1", True), ("R0", True), ("L1", True), ("L0", False),
+                         ("trunk2", False)):
+        for pb in ob.pose.bones:
+            select(pb, pb.name == name)
+        if counts:
+            assert bpy.ops.sinew.solve(only_selected=True) == {'FINISHED'}, name
+        else:
+            with pytest.raises(RuntimeError, match="no selected bone has an IK goal"):
+                bpy.ops.sinew.solve(only_selected=True)
+
+
 def test_bake_only_selected_bones_keys_the_selected_goals_chains_and_mutes_their_constraints_only():
     ob = R.make_ybranch()
     tl, tr = R.add_empty("TL", (0.9, 0.3, 2.2)), R.add_empty("TR", (-1.0, -0.2, 2.0))
