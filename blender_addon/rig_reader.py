@@ -1090,6 +1090,39 @@ def check_relations(ob, problem) -> None:
                 "location, which Sinew cannot solve: turn Local Location on, or clear its location (Alt G)")
 
 
+# Constraints that only scale their bone. They change its length, as a pose scale does (which
+# Sinew warns about), and not where it points, so a bone of a Blender IK chain may carry them:
+# Rigify's paws put a Copy Scale on the lower leg of their IK chains.
+SCALE_ONLY_CONSTRAINTS = frozenset({'COPY_SCALE', 'LIMIT_SCALE', 'MAINTAIN_VOLUME'})
+
+
+def check_ik_chain_constraints(ob, problem) -> None:
+    """Refuses (ReadError naming the bone, its constraint and the IK constraint) a bone of a
+    Blender IK constraint's chain that carries another constraint in effect (not muted, valid,
+    with influence) that can turn or move it. Blender's IK solves the chain after such a
+    constraint has acted, and still reaches its target; Sinew replaces the IK with rotations set on the bones (Bake IK to Keyframes
+    mutes the IK constraint), and the other constraint would act on top of them and pull the chain
+    off its target: a rig that worked would be broken. Constraints that only scale
+    (``SCALE_ONLY_CONSTRAINTS``) are let through, as are the chains of Sinew goals, where no
+    Blender IK overrides anything: a constraint there acts on top as it does without Sinew, and
+    the report gives the miss Blender shows."""
+    for g, chain in zip(problem.goals, problem.moved):
+        if g.tree < 0:  # a Sinew goal
+            continue
+        for name in chain:
+            for c in ob.pose.bones[name].constraints:
+                if (c.type == 'IK' or c.type in SCALE_ONLY_CONSTRAINTS or c.mute or not c.is_valid
+                        or c.influence <= 0.0):
+                    continue
+                raise ReadError(
+                    f'Bone "{name}" is in the chain of IK constraint "{g.constraint}" (bone "{g.owner}") and has '
+                    f'constraint "{c.name}" in effect. Blender\'s IK solves the chain after "{c.name}" has acted, so it '
+                    f'still reaches its target; Sinew replaces the IK with keyed rotations, and "{c.name}" would act '
+                    f'on top of them and pull the chain off its target. '
+                    f'Mute "{c.name}" or set its influence to 0, or shorten the IK constraint\'s Chain Length so that '
+                    f'"{name}" is not in the chain; nothing was changed')
+
+
 def read(ob, *, need_goals: bool = True, depsgraph=None, only_selected: bool = False) -> RigProblem:
     """Reads armature object ``ob`` (rest data, goals, limits; the evaluated pose of the bones
     above the chains from ``depsgraph``, default: the context's) into a RigProblem. Raises
@@ -1149,6 +1182,7 @@ def read(ob, *, need_goals: bool = True, depsgraph=None, only_selected: bool = F
         return problem
     check_relations(ob, problem)
     check_driven_rotations(ob, problem)
+    check_ik_chain_constraints(ob, problem)
     # IK Stretch as Blender's IK reads it: a bone of a tree that stretches, by its ik_stretch.
     stretching = {b for g, chain in zip(goals, moved) if g.stretch for b in chain}
     # A bone Sinew does not move between two it moves (a connector) inherits the scale of the

@@ -153,6 +153,131 @@ def test_a_chain_bone_whose_rotation_a_driver_sets_is_refused(mode, prop, index,
     assert (R.world_tail(ob, "b03") - t.location).length < TOL
 
 
+# -- Other constraints on the chain of a Blender IK constraint -------------------------------
+
+
+def _copy_location_on_the_root(pbs, aux):
+    c = pbs["b00"].constraints.new('COPY_LOCATION')
+    c.target = aux
+    return "b00", c
+
+
+def _child_of_on_the_root(pbs, aux):
+    c = pbs["b00"].constraints.new('CHILD_OF')
+    c.target = aux
+    return "b00", c
+
+
+def _damped_track_in_the_middle(pbs, aux):
+    c = pbs["b02"].constraints.new('DAMPED_TRACK')
+    c.target = aux
+    return "b02", c
+
+
+def _copy_rotation_in_the_middle(pbs, aux):
+    aux.rotation_euler = (0.5, 0.0, 0.0)
+    c = pbs["b02"].constraints.new('COPY_ROTATION')
+    c.target = aux
+    return "b02", c
+
+
+def _limit_rotation_in_the_middle(pbs, aux):
+    c = pbs["b02"].constraints.new('LIMIT_ROTATION')
+    c.use_limit_x = c.use_limit_z = True
+    c.min_x, c.max_x, c.min_z, c.max_z = -0.1, 0.1, -0.1, 0.1
+    c.owner_space = 'LOCAL'
+    return "b02", c
+
+
+def _stretch_to_in_the_middle(pbs, aux):
+    c = pbs["b02"].constraints.new('STRETCH_TO')
+    c.target = aux
+    return "b02", c
+
+
+def _ik_chain_with_a_constraint(add_constraint):
+    """A 4-bone chain whose Blender IK constraint (on b03, chain to the root) follows an animated
+    target, and ``add_constraint`` on one of its bones: (armature, target, IK constraint, bone,
+    the other constraint)."""
+    ob = R.make_chain(4, name="Arm")
+    t = R.add_empty("T", (0.4, 0.2, 1.3))
+    R.key_locations(t, {1: (0.4, 0.2, 1.3), 10: (0.6, -0.2, 1.1)})
+    aux = R.add_empty("Aux", (1.0, 1.0, 1.0))
+    bone, other = add_constraint(ob.pose.bones, aux)
+    ik = ob.pose.bones["b03"].constraints.new('IK')
+    ik.target, ik.chain_count = t, 0
+    R.activate(ob)
+    bpy.ops.object.mode_set(mode='POSE')
+    return ob, t, ik, bone, other
+
+
+def _blender_reaches(ob, t, frames=(1, 5, 10)):
+    for f in frames:
+        bpy.context.scene.frame_set(f)
+        assert (R.world_tail(ob, "b03") - R.world_location(t)).length < 1e-3, f
+    bpy.context.scene.frame_set(1)
+
+
+@pytest.mark.parametrize("add_constraint", [_copy_location_on_the_root, _child_of_on_the_root,
+                                            _damped_track_in_the_middle, _copy_rotation_in_the_middle,
+                                            _limit_rotation_in_the_middle, _stretch_to_in_the_middle])
+def test_another_constraint_on_a_blender_ik_chain_is_refused_and_nothing_changes(add_constraint, addon):
+    """Blender's IK solves its chain after the chain bones' other constraints and reaches; Sinew's
+    keys would have them act on top and miss (by 0.7 to 1.7 here), so Solve IK and the bake refuse
+    the rig, naming the bone, the constraint and what to do, and change nothing. Muted, the
+    constraint no longer stands in the way."""
+    ob, t, ik, bone, other = _ik_chain_with_a_constraint(add_constraint)
+    _blender_reaches(ob, t)  # the rig works with Blender's IK
+    snap = R.pose_snapshot(ob)
+    expected = (rf'Bone "{bone}" is in the chain of IK constraint "IK" \(bone "b03"\) and has constraint '
+                rf'"{other.name}" in effect\. .* Mute "{other.name}" or set its influence to 0, or shorten the IK '
+                rf'constraint\'s Chain Length so that "{bone}" is not in the chain; nothing was changed')
+    for op, kw in ((bpy.ops.sinew.solve, {"use_keyframes": True}), (bpy.ops.sinew.bake, {"frame_start": 1,
+                                                                                         "frame_end": 10})):
+        with pytest.raises(RuntimeError, match=expected):
+            op(**kw)
+        assert R.pose_snapshot(ob) == snap and ob.animation_data is None
+        assert not ik.mute and ik.influence == 1.0 and addon.keys.muted_records(ob) == []
+        _blender_reaches(ob, t)
+    other.mute = True
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=10) == {'FINISHED'}
+    assert ik.mute
+    _blender_reaches(ob, t)
+
+
+def test_a_constraint_that_only_scales_a_blender_ik_chain_bone_is_let_through(capfd):
+    """Scale-only constraints (Rigify's paws put a Copy Scale on an IK chain's lower leg) change a
+    bone's length, not where it points: baked, with the warning Sinew gives for any constraint
+    acting on top, and Blender's pose reaches while the scale they copy is 1."""
+    def copy_scale_in_the_middle(pbs, aux):
+        c = pbs["b02"].constraints.new('COPY_SCALE')
+        c.target, c.influence = aux, 0.75
+        return "b02", c
+
+    ob, t, ik, bone, other = _ik_chain_with_a_constraint(copy_scale_in_the_middle)
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=10) == {'FINISHED'}
+    assert 'Bone "b02" has constraints besides IK; they act on top of the Sinew pose' in capfd.readouterr().out
+    assert ik.mute and not other.mute
+    _blender_reaches(ob, t)
+
+
+def test_rigify_paw_with_a_copy_scale_on_its_ik_chain_bakes():
+    """Rigify's quadruped rear legs (limbs.paw) carry a Copy Scale on a bone of an IK chain: the
+    rig still bakes, its IK constraints switched off and the Copy Scale left as it is."""
+    bpy.ops.object.armature_basic_quadruped_metarig_add()
+    meta = bpy.context.active_object
+    R.activate(meta)
+    assert bpy.ops.pose.rigify_generate() == {'FINISHED'}
+    rig = next(o for o in bpy.data.objects if o.type == 'ARMATURE' and o != meta)
+    R.activate(rig)
+    copy_scale = rig.pose.bones["MCH-shin_ik3.L"].constraints["Copy Scale"]
+    assert any(c.type == 'IK' for c in rig.pose.bones["MCH-foot_ik3.L"].constraints)
+    iks = [c for pb in rig.pose.bones for c in pb.constraints if c.type == 'IK' and not c.mute and c.influence > 0]
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=3) == {'FINISHED'}
+    assert all(c.mute or c.influence == 0.0 for c in iks)  # (muted, or where Mute is driven, no influence)
+    assert not copy_scale.mute and copy_scale.influence == pytest.approx(0.75)
+
+
 def test_bake_reports_blenders_pose_checked_when_all_is_well(capfd, addon):
     ob = R.make_chain(4)
     t = R.add_empty("T")
