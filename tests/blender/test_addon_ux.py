@@ -365,6 +365,8 @@ def test_bake_acts_on_every_armature_in_pose_mode(addon, capfd):
 
 def test_a_bake_that_fails_writing_the_second_armature_puts_the_first_back(addon, monkeypatch):
     a, b, ta, tb = _two_armatures()
+    con = a.pose.bones["b03"].constraints.new('IK')  # replaced by the Sinew goal: A's bake mutes it
+    con.target = ta
     real = addon.keys.write_bake
 
     def write_bake(ob, *args, **kw):
@@ -377,6 +379,7 @@ def test_a_bake_that_fails_writing_the_second_armature_puts_the_first_back(addon
         bpy.ops.sinew.bake(frame_start=1, frame_end=5)
     assert len(bpy.data.actions) == 0 and a.animation_data is None and b.animation_data is None
     assert a.sinew_last_bake == "" and b.sinew_last_bake == ""
+    assert not con.mute and addon.keys.muted_records(a) == []  # the mute and its record are put back
 
 
 def _branch_with_two_goals():
