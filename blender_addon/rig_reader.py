@@ -380,11 +380,11 @@ def goal_handles(ob, g: GoalSpec) -> set[str]:
     """The bones of ``ob`` whose selection selects goal ``g`` for Only Selected Bones: the bone
     that carries the goal or IK constraint, the bones of its chain (``goal_chain``, the effector
     first), and its target and pole when they are bones of ``ob``, each with the bones that carry
-    it: its parents up to one that also carries the chain (the root of every bone does not select
-    every goal). So on a Rigify rig, whose IK
-    constraints, their chains' end bones and their targets are hidden mechanism bones, the
-    animator's IK control (``hand_ik.L``, the parent of the constraint's target) and the visible
-    bone of the chain (``upper_arm_ik.L``) both select the arm's goal."""
+    it: its parents up to one that also carries the chain (so the root above every bone does not
+    select every goal). On a Rigify rig, whose IK constraints, their chains' end bones and their
+    targets are hidden mechanism bones, the animator's IK control (``hand_ik.L``, the parent of
+    the constraint's target) and the visible bone of the chain (``upper_arm_ik.L``) both select
+    the arm's goal."""
     chain = goal_chain(ob, g)
     above_chain, b = set(), ob.pose.bones[chain[-1]]
     while b is not None:
@@ -1100,12 +1100,13 @@ def check_ik_chain_constraints(ob, problem) -> None:
     """Refuses (ReadError naming the bone, its constraint and the IK constraint) a bone of a
     Blender IK constraint's chain that carries another constraint in effect (not muted, valid,
     with influence) that can turn or move it. Blender's IK solves the chain after such a
-    constraint has acted, and still reaches its target; Sinew replaces the IK with rotations set on the bones (Bake IK to Keyframes
-    mutes the IK constraint), and the other constraint would act on top of them and pull the chain
-    off its target: a rig that worked would be broken. Constraints that only scale
-    (``SCALE_ONLY_CONSTRAINTS``) are let through, as are the chains of Sinew goals, where no
-    Blender IK overrides anything: a constraint there acts on top as it does without Sinew, and
-    the report gives the miss Blender shows."""
+    constraint has acted, and still reaches its target; Sinew replaces the IK with rotations set
+    on the bones (Bake IK to Keyframes mutes the IK constraint), and the other constraint would
+    act on top of them and pull the chain off its target: a rig that worked would be broken.
+    Constraints that only scale (``SCALE_ONLY_CONSTRAINTS``) are let through (with the warning
+    ``read`` gives), as are the chains of Sinew goals, where no Blender IK was reaching: a
+    constraint there acts on top as it does without Sinew, and the report gives the miss Blender
+    shows."""
     for g, chain in zip(problem.goals, problem.moved):
         if g.tree < 0:  # a Sinew goal
             continue

@@ -484,6 +484,12 @@ def test_only_selected_bones_on_rigify_counts_the_ik_control_and_the_chains_visi
     assert iks["MCH-forearm_ik.R"].influence == 0.0
     assert all(c.influence == 1.0 for bone, c in iks.items() if bone != "MCH-forearm_ik.R")
     assert _rotation_keyed(rig, "upper_arm_ik.R") and not _rotation_keyed(rig, "thigh_ik.L")
+    # That arm's IK is now switched off by the bake: no goal until it is restored, and the error says so.
+    with pytest.raises(RuntimeError, match="no selected bone has an IK goal.*the IK constraints a Sinew bake muted "
+                                           "are not goals until Restore IK Constraints turns them back on"):
+        bpy.ops.sinew.solve(only_selected=True)
+    assert bpy.ops.sinew.restore_constraints() == {'FINISHED'}
+    assert bpy.ops.sinew.solve(only_selected=True) == {'FINISHED'}
 
 
 def test_only_selected_bones_on_rigify_does_not_count_the_bones_that_carry_every_limb():
