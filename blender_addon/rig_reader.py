@@ -641,7 +641,16 @@ class RigProblem:
         return out
 
     def _uniform_scale(self, pose_bones, name, frame) -> float:
-        m = np.array(pose_bones[name].matrix.to_3x3(), dtype=np.float64)
+        m3 = pose_bones[name].matrix.to_3x3()
+        # (Per bone and frame while a bake samples: mathutils, not numpy's per-call overhead.)
+        cols = m3.col
+        norms = [c.length for c in cols]
+        s = sum(norms) / 3.0
+        tol = UNIFORM_SCALE_TOLERANCE
+        if (s > 1e-9 and math.isfinite(s) and max(abs(n - s) for n in norms) <= tol * s and m3.determinant() > 0.0
+                and max(abs(cols[i].dot(cols[j])) for i, j in ((0, 1), (0, 2), (1, 2))) <= tol * s * s):
+            return s
+        m = np.array(m3, dtype=np.float64)
         bad = _scale_problem(m)
         if bad is None:
             return float(np.linalg.norm(m, axis=0).mean())
