@@ -822,6 +822,96 @@ def bone_rotations_from_fcurves(ob, names, frames) -> np.ndarray | None:
     return out
 
 
+_CONSTRAINT_PATH = re.compile(r'pose\.bones\["((?:[^"\\]|\\.)*)"\]\.constraints\["((?:[^"\\]|\\.)*)"\]\.(influence|mute)$')
+
+
+def _action_paths(act):
+    """The data paths of every F-curve of action ``act`` (all its slots, layers and strips)."""
+    if act is None:
+        return
+    if keys.SLOTTED:
+        for layer in act.layers:
+            for strip in layer.strips:
+                for cb in strip.channelbags:
+                    for fc in cb.fcurves:
+                        yield fc.data_path
+    else:
+        for fc in act.fcurves:
+            yield fc.data_path
+
+
+def _animated_constraints(ob) -> set:
+    """The constraints (bone, constraint name) of armature ``ob`` whose influence or mute an
+    F-curve (of its action or an NLA strip's) or a driver may set."""
+    ad = ob.animation_data
+    if ad is None:
+        return set()
+    paths = [fc.data_path for fc in ad.drivers if not fc.mute]
+    paths += _action_paths(ad.action)
+    for track in ad.nla_tracks:
+        for strip in track.strips:
+            paths += _action_paths(strip.action)
+    out = set()
+    for path in paths:
+        m = _CONSTRAINT_PATH.match(path)
+        if m:
+            out.add((_unescape(m.group(1)), _unescape(m.group(2))))
+    return out
+
+
+def _unescape(name: str) -> str:
+    return re.sub(r'\\(.)', r'\1', name)
+
+
+def constraint_influences(ob, frames, scene, view_layer) -> rig_reader.ConstraintInfluences:
+    """Every constraint of armature ``ob``'s pose bones: its influence as Blender applies it (0
+    while muted, ``rig_reader.constraint_enforce``) at each of ``frames``. A constraint whose
+    influence and mute nothing animates keeps its value now, for every frame (nothing stepped:
+    the bake of a rig without such animation is not slowed); when only the object's own action
+    animates them, they are read from its F-curves as Blender evaluates them (an influence
+    clamped to [0, 1], a mute on from 0.5); when a driver or an NLA strip may, every frame is
+    stepped (``scene.frame_set``) and the evaluated constraints read, then the frame and the
+    armature's pose are put back. Changes nothing."""
+    frames = np.asarray(frames)
+    nf = len(frames)
+    keys_ = [(pb.name, c.name) for pb in ob.pose.bones for c in pb.constraints]
+    columns = {k: j for j, k in enumerate(keys_)}
+    values = np.zeros((nf, len(keys_)))
+    now = [rig_reader.constraint_enforce(c) for pb in ob.pose.bones for c in pb.constraints]
+    values[:] = now
+    animated = [k for k in _animated_constraints(ob) if k in columns]
+    if not animated:
+        return rig_reader.ConstraintInfluences(frames, columns, values)
+    curves = action_fcurves(ob)
+    if curves is not None:
+        fl = [float(f) for f in frames]
+        by_path = {path: fc for path, _index, fc in curves}
+        for bone, name in animated:
+            c = ob.pose.bones[bone].constraints[name]
+            base = 'pose.bones["%s"].constraints["%s"].' % (bpy.utils.escape_identifier(bone),
+                                                            bpy.utils.escape_identifier(name))
+            influence = np.full(nf, float(c.influence))
+            mute = np.full(nf, bool(c.mute))
+            if base + "influence" in by_path:
+                influence = fcurve_samples(by_path[base + "influence"], fl)
+            if base + "mute" in by_path:
+                mute = fcurve_samples(by_path[base + "mute"], fl) >= 0.5
+            values[:, columns[(bone, name)]] = np.where(mute, 0.0, np.clip(influence, 0.0, 1.0))
+        return rig_reader.ConstraintInfluences(frames, columns, values)
+    saved_frame, saved_pose = (scene.frame_current, scene.frame_subframe), _snapshot_pose(ob)
+    try:
+        for k, f in enumerate(frames):
+            scene.frame_set(int(f))
+            pbs = ob.evaluated_get(view_layer.depsgraph).pose.bones
+            for bone, name in animated:
+                values[k, columns[(bone, name)]] = rig_reader.constraint_enforce(pbs[bone].constraints[name])
+    finally:
+        scene.frame_set(saved_frame[0], subframe=saved_frame[1])
+        _restore_pose(ob, saved_pose)
+        view_layer.update()
+    return rig_reader.ConstraintInfluences(frames, columns, values)
+
+
 def pose_is_static(problem: rig_reader.RigProblem, *, only_moved: bool = True) -> bool:
     """True when nothing a bake reads from the armature's evaluated pose changes with the frame,
     so one evaluation serves the whole range: the pose of the bones above the chains (anchors and
@@ -856,6 +946,10 @@ def pose_is_static(problem: rig_reader.RigProblem, *, only_moved: bool = True) -
             return False  # not a pose bone channel (or an unknown bone): be safe
         if name in moved and path[m.end():] in _ROTATION_PROPS:
             continue
+        mc = _CONSTRAINT_PATH.match(path)
+        if mc is not None and ob.pose.bones[name].constraints.get(_unescape(mc.group(2))) is not None and \
+                ob.pose.bones[name].constraints[_unescape(mc.group(2))].type == 'IK':
+            continue  # an IK constraint's influence: read per frame beforehand (constraint_influences)
         if name in relevant or not only_moved:
             return False
     replaced = set(problem.replaced)
@@ -955,7 +1049,11 @@ class BakeJob:
         check_time_not_stretched(context.scene)
         check_editable(ob)
         keys.check_action_writable(ob, new_action)
-        self.problem = rig_reader.read(ob, only_selected=settings.only_selected)
+        # Each constraint's influence at every frame: a goal whose IK constraint has influence
+        # at some frame of the range is baked, each frame with its own influence.
+        frames = np.arange(int(frame_start), int(frame_end) + 1)
+        influences = constraint_influences(ob, frames, context.scene, context.view_layer)
+        self.problem = rig_reader.read(ob, only_selected=settings.only_selected, influences=influences)
         root_bone = self.problem.root_bone
         if settings.root == "free" and root_bone is not None and not ob.data.bones[root_bone].use_local_location:
             raise ReadError(f'Bone "{root_bone}": Local Location is off (Bone properties > Relations), so Sinew '
@@ -1115,7 +1213,9 @@ class BakeJob:
         #    frame by frame), unless a bone inside the rig moves relative to its parent; then each
         #    frame is solved on its own rig.
         t0 = time.perf_counter()
-        # IK constraint influence as Blender applies it (RigProblem.blend_goals, blend_result).
+        # IK constraint influence as Blender applies it at each frame (RigProblem.frame_blends,
+        # blend_goals, blend_result): a frame where a goal's IK does not act keeps its FK pose.
+        influence, tree_blend = p.frame_blends()
         frame_rigs: dict[int, object] = {}
 
         def rig_for_frame(k):
@@ -1124,7 +1224,7 @@ class BakeJob:
                 frame_rigs[key] = p.make_rig(rests[key])
             return frame_rigs[key]
 
-        p.blend_goals(rig_for_frame, targets, orients, references, root_loc)
+        p.blend_goals(rig_for_frame, targets, orients, references, root_loc, influence)
         # Bones above the chains animated: the sequence moves the rig's roots frame by frame
         # (``root_rests``) where nothing else moves relative to its parent; else a rig a frame.
         root_rests = None
@@ -1207,7 +1307,7 @@ class BakeJob:
             yield 0.5 + 0.4 * c1 / nf
         # A stretch is keyed as a uniform pose scale, each bone's length over its parent's.
         local_scales = p.local_scales(scales) if p.stretches else None
-        p.blend_result(references, rotations, local_scales)
+        p.blend_result(references, rotations, local_scales, tree_blend)
         if not np.all(np.isfinite(rotations)) or (local_scales is not None and not np.all(np.isfinite(local_scales))):
             raise ReadError("Sinew returned a non-finite pose; nothing was changed")
         solve_s = time.perf_counter() - t0
@@ -1222,7 +1322,7 @@ class BakeJob:
             others_values=others_values,
             root_bone=p.root_bone if not pinned else None, targets=targets, vectors=vectors,
             scales=scales if p.stretches else None, goal_scales=p.goal_scales(above).max(axis=0),
-            local_scales=local_scales,
+            local_scales=local_scales, tree_blend=tree_blend,
             keyed_scales=None if local_scales is None else {n: local_scales[:, idx[n]] for n in moved})
 
     def write(self):
@@ -1251,6 +1351,9 @@ class BakeJob:
                 # (Against the targets solved for: a goal moved by its influence, blend_goals.)
                 at = np.searchsorted(frames, f)
                 misses[k] = evaluated_misses(p, self.view_layer.depsgraph, c["targets"][at], c["vectors"][at])
+                # A goal whose tree's result Blender blends with the pose before IK on this frame
+                # (a pole with influence below 1, or the IK not acting) is not meant to reach it.
+                misses[k][c["tree_blend"][at] < 1.0] = 0.0
         frame, sub = self._saved_frame
         scene.frame_set(frame, subframe=sub)
         self.done = True

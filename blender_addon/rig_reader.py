@@ -185,7 +185,41 @@ class IKTree:
     stretch: bool                # ``tree->stretch``
 
 
-def ik_trees(ob) -> list[IKTree]:
+def constraint_enforce(c) -> float:
+    """Constraint ``c``'s influence as Blender's evaluation applies it now (its ``enforce``): 0
+    when muted, else its influence."""
+    return 0.0 if c.mute else float(min(1.0, max(0.0, c.influence)))
+
+
+@dataclass
+class ConstraintInfluences:
+    """Every constraint of an armature's pose bones: its influence as Blender applies it (0 while
+    muted, ``constraint_enforce``) at each frame of a bake's range, as
+    ``pipeline.constraint_influences`` samples them. A bake reads the rig with these
+    (``read(influences=...)``): its goals are the IK constraints with influence at some frame of
+    the range, and each frame gets its own influence (``RigProblem.frame_blends``)."""
+
+    frames: np.ndarray           # (F,)
+    columns: dict                # (bone, constraint name) -> column of ``values``
+    values: np.ndarray           # (F, C)
+
+    def at(self, bone: str, name: str) -> np.ndarray:
+        """(F,) the constraint's influence at each frame (0 for one not sampled)."""
+        j = self.columns.get((bone, name))
+        return np.zeros(len(self.frames)) if j is None else self.values[:, j]
+
+    def peak(self, bone: str, name: str) -> float:
+        """The constraint's largest influence over the frames."""
+        v = self.at(bone, name)
+        return float(v.max()) if v.size else 0.0
+
+    @property
+    def animated(self) -> bool:
+        """Whether some constraint's influence changes over the frames."""
+        return bool(self.values.size) and bool(np.any(self.values != self.values[:1]))
+
+
+def ik_trees(ob, enforce=None) -> list[IKTree]:
     """The IK trees Blender's IK (iksolver_plugin.cc, ``initialize_posetree``) builds from the
     IK constraints of armature ``ob``, bones with a Sinew goal left out (their constraints are
     replaced). Per pose bone, in order, its IK constraints with a target (an armature target
@@ -194,7 +228,9 @@ def ik_trees(ob) -> list[IKTree]:
     constraint with influence ends the list (Blender supports one per bone). A new tree stretches
     when its first constraint has Use Stretch; a constraint joining it then sets
     ``tree->stretch = tree->stretch && !use_stretch`` (so two stretching chains in one tree do not
-    stretch; measured in Blender 5.0)."""
+    stretch; measured in Blender 5.0). ``enforce(pose_bone, constraint)``: each constraint's
+    influence (default ``constraint_enforce``, now); a constraint acts when it is above 0."""
+    enforce = enforce or (lambda _pb, c: constraint_enforce(c))
     trees: list[IKTree] = []
     by_root: dict[str, list[IKTree]] = {}
     for pb in ob.pose.bones:
@@ -214,8 +250,8 @@ def ik_trees(ob) -> list[IKTree]:
                 if len(chain) == c.chain_count:
                     break
                 b = b.parent
-            active = not c.mute and c.influence > 0.0
-            target = IKTarget(pb.name, c, tip.name, chain, active, 0.0 if c.mute else float(min(1.0, c.influence)))
+            influence = float(enforce(pb, c))
+            target = IKTarget(pb.name, c, tip.name, chain, influence > 0.0, influence)
             on_chain = set(chain)
             tree = next((t for t in by_root.get(chain[-1], []) if any(x.tip not in on_chain for x in t.targets)), None)
             if tree is None:
@@ -226,9 +262,30 @@ def ik_trees(ob) -> list[IKTree]:
                 tree.stretch = tree.stretch and not c.use_stretch
                 tree.bones += [n for n in reversed(chain) if n not in tree.bones]
             tree.targets.append(target)
-            if active:
+            if target.active:
                 break
     return trees
+
+
+def target_blends(tree: IKTree, t: IKTarget, influences: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Blender's influence rule (execute_posetree) for target ``t`` of ``tree``, given every
+    target's influence per frame (``influences``: {id(target): (F,)}): (goal influence (F,), tree
+    blend (F,)). Going through the tree's targets in order, once one has a pole the whole tree's
+    result is blended with the pose before IK by the last poled one's influence and no goal
+    after it moves; before that, a target's goal moves toward the tip's place before IK by its
+    influence. On a frame where no target of the tree has influence Blender skips the tree: both
+    are 0 (the goal held where its tip was, the tree's bones left as they were before IK)."""
+    goal, blend, resultblend = None, None, False
+    for x in tree.targets:
+        if x.constraint.pole_target is not None:
+            resultblend, blend = True, influences[id(x)]
+        if x is t:
+            goal = np.ones_like(influences[id(x)]) if resultblend else influences[id(x)]
+    goal = np.asarray(goal, dtype=np.float64).copy()
+    blend = np.ones_like(goal) if blend is None else np.asarray(blend, dtype=np.float64).copy()
+    off = ~np.any([influences[id(x)] > 0.0 for x in tree.targets], axis=0)
+    goal[off], blend[off] = 0.0, 0.0
+    return goal, blend
 
 
 def _tree_goal(ob, t: IKTarget, tree_index: int, tree: IKTree, itasc: bool, warnings: list[str]) -> GoalSpec | None:
@@ -239,13 +296,8 @@ def _tree_goal(ob, t: IKTarget, tree_index: int, tree: IKTree, itasc: bool, warn
     toward the tip's place before IK. A muted target that moves all the way holds its tip where
     it was. None (with a warning) for a constraint Sinew cannot import."""
     c, owner = t.constraint, t.owner
-    resultblend, blend = False, 1.0
-    goal_blend = 1.0
-    for x in tree.targets:
-        if x.constraint.pole_target is not None:
-            resultblend, blend = True, x.influence
-        if x is t:
-            goal_blend = x.influence if not resultblend and x.influence != 1.0 else 1.0
+    goal_blend, blend = (float(v[0]) for v in target_blends(tree, t, {id(x): np.array([x.influence])
+                                                                      for x in tree.targets}))
     holding = not t.active and goal_blend == 0.0
     where = f'Bone "{owner}": IK constraint "{c.name}"'
     if not holding:
@@ -289,15 +341,19 @@ def _tree_goal(ob, t: IKTarget, tree_index: int, tree: IKTree, itasc: bool, warn
         # blend_result), not through the weight.
         weight=c.weight, influence=goal_blend, use_orientation=c.use_rotation, chain_length=c.chain_count,
         pole=pole if t.active else None, pole_angle=c.pole_angle, source=source, constraint=c.name,
-        tree=tree_index, tree_blend=blend if resultblend else 1.0, stretch=tree.stretch, owner=owner,
+        tree=tree_index, tree_blend=blend, stretch=tree.stretch, owner=owner,
     )
 
 
-def read_goals(ob) -> tuple[list[GoalSpec], list[tuple[str, str]], list[str]]:
+def read_goals(ob, enforce=None) -> tuple[list[GoalSpec], list[tuple[str, str]], list[str]]:
     """Goals of armature ``ob``: (goals, replaced IK constraints as (bone, constraint), warnings).
+    ``enforce(pose_bone, constraint)``: the influence that decides whether an IK constraint acts
+    (default ``constraint_enforce``: now; a bake passes each one's largest over its range, so a
+    constraint with influence at any frame of it is a goal, ``ik_trees``).
 
     Raises ReadError for a Sinew goal without a usable target.
     """
+    enforce = enforce or (lambda _pb, c: constraint_enforce(c))
     goals: list[GoalSpec] = []
     replaced: list[tuple[str, str]] = []
     warnings: list[str] = []
@@ -326,10 +382,10 @@ def read_goals(ob) -> tuple[list[GoalSpec], list[tuple[str, str]], list[str]]:
                 axis=s.aim_axis if kind == "aim" else (s.goal_axis if kind in TARGET_AXIS_KINDS else ""),
             ))
             # Blender IK on the same bone would fight the Sinew result: it is replaced too.
-            replaced += [(pb.name, c.name) for c in ik_constraints if not c.mute and c.influence > 0.0]
+            replaced += [(pb.name, c.name) for c in ik_constraints if enforce(pb, c) > 0.0]
             continue
         for c in ik_constraints:
-            if c.mute or c.influence <= 0.0:
+            if enforce(pb, c) <= 0.0:
                 continue
             if c.target is None:
                 warnings.append(f'Bone "{pb.name}": IK constraint "{c.name}" has no target (targetless IK is not imported)')
@@ -345,7 +401,7 @@ def read_goals(ob) -> tuple[list[GoalSpec], list[tuple[str, str]], list[str]]:
             elif not c.is_valid:
                 warnings.append(f'Bone "{pb.name}": IK constraint "{c.name}" is not valid in Blender (red in the '
                                 "constraint stack), so Blender's IK ignores it; skipped")
-    for tree_index, tree in enumerate(ik_trees(ob)):
+    for tree_index, tree in enumerate(ik_trees(ob, enforce)):
         if not any(t.active for t in tree.targets):
             continue  # Blender skips a tree none of whose constraints acts
         for t in tree.targets:
@@ -569,6 +625,10 @@ class RigProblem:
     # (N,) at the frame read: each engine root's uniform scale in Blender's evaluated pose (an
     # anchor's; 1 for a moved root and for every bone with a parent); see ``anchor_scales``.
     scales_above: np.ndarray | None = None
+    trees: list = field(default_factory=list)               # the IK trees (ik_trees) the goals' ``tree`` index
+    # A bake's: every constraint's influence at each frame of its range (ConstraintInfluences);
+    # None when read for the current frame (Solve IK), whose influences the goals hold.
+    influences: ConstraintInfluences | None = None
 
     @property
     def index(self) -> dict[str, int]:
@@ -807,41 +867,84 @@ class RigProblem:
     # pose before IK is the reference pose (Solve IK's current pose, a bake's keyed pose per
     # frame).
 
-    def blend_goals(self, rig_for_frame, targets, orients, references, root_translations) -> None:
+    def frame_blends(self, frames: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        """(goal influence (F, G), tree blend (F, G)): each goal's ``influence`` and
+        ``tree_blend`` at each frame. For a bake (``influences``) from each frame's constraint
+        influences, as Blender's IK applies them at that frame (``target_blends``: a goal whose
+        tree has no influence on a frame gets 0 for both, so its bones keep the pose before IK);
+        else the goals' own, on each of ``frames`` frames."""
+        goals = self.goals
+        influence = np.tile([g.influence for g in goals], (frames, 1)).astype(np.float64)
+        blend = np.tile([g.tree_blend for g in goals], (frames, 1)).astype(np.float64)
+        inf = self.influences
+        if inf is None:
+            return influence, blend
+        influence = np.tile(influence[:1], (len(inf.frames), 1))
+        blend = np.tile(blend[:1], (len(inf.frames), 1))
+        for i, g in enumerate(goals):
+            if g.tree < 0:
+                continue
+            tree = self.trees[g.tree]
+            t = next(x for x in tree.targets if x.owner == g.owner and x.constraint.name == g.constraint)
+            influence[:, i], blend[:, i] = target_blends(
+                tree, t, {id(x): inf.at(x.owner, x.constraint.name) for x in tree.targets})
+        return influence, blend
+
+    def tree_acts(self, tree: int) -> np.ndarray:
+        """(F,) whether Blender's IK tree ``tree`` (``trees``) acts at each frame of a bake's range
+        (some constraint of it has influence); one frame, True, without ``influences``."""
+        if self.influences is None:
+            return np.ones(1, dtype=bool)
+        return np.any([self.influences.at(x.owner, x.constraint.name) > 0.0 for x in self.trees[tree].targets],
+                      axis=0)
+
+    def blend_goals(self, rig_for_frame, targets, orients, references, root_translations, influence=None) -> None:
         """Moves, in place, the targets (F, G, 3) and orientations (F, G, 4) of goals whose
         influence is below 1 toward their effector in each frame's reference pose (F, N, 4) with
-        root translation (F, 3); ``rig_for_frame(k)`` is the engine rig of frame k."""
-        blended = [i for i, g in enumerate(self.goals) if g.influence < 1.0]
+        root translation (F, 3); ``rig_for_frame(k)`` is the engine rig of frame k.
+        ``influence``: (F, G) each goal's influence per frame (``frame_blends``), default its own."""
+        if influence is None:
+            influence = self.frame_blends(len(targets))[0]
+        blended = [i for i in range(len(self.goals)) if np.any(influence[:, i] < 1.0)]
         if not blended:
             return
         idx = self.index
         for k in range(len(targets)):
+            now = [i for i in blended if influence[k, i] < 1.0]
+            if not now:
+                continue
             _heads, tails, world = rig_for_frame(k).forward_kinematics(references[k], root_translations[k])
-            for i in blended:
-                g = self.goals[i]
+            for i in now:
+                g, w = self.goals[i], float(influence[k, i])
                 b = idx[g.bone]
                 tip = tails[b] if g.use_tail else _heads[b]
-                targets[k, i] = g.influence * targets[k, i] + (1.0 - g.influence) * tip
+                targets[k, i] = w * targets[k, i] + (1.0 - w) * tip
                 if g.use_orientation:
-                    orients[k, i] = slerp_wxyz(world[b][None], orients[k, i][None], g.influence)[0]
+                    orients[k, i] = slerp_wxyz(world[b][None], orients[k, i][None], w)[0]
 
-    def tree_blends(self) -> dict[str, float]:
-        """Per bone of an IK tree whose result Blender blends (a poled target with influence
-        below 1 in it): the blend factor."""
-        out: dict[str, float] = {}
-        for g, chain in zip(self.goals, self.moved):
-            if g.tree >= 0 and g.tree_blend < 1.0:
+    def tree_blends(self, blend=None) -> dict[str, np.ndarray]:
+        """Per bone of an IK tree whose result Blender blends with the pose before IK on some
+        frame (a poled target with influence below 1 in it, or, in a bake, a frame where the tree
+        does not act): its factor per frame (F,), from ``blend`` (F, G) (``frame_blends``;
+        default the goals' own, one frame)."""
+        if blend is None:
+            blend = self.frame_blends()[1]
+        out: dict[str, np.ndarray] = {}
+        for i, (g, chain) in enumerate(zip(self.goals, self.moved)):
+            if g.tree >= 0 and np.any(blend[:, i] < 1.0):
                 for name in chain:
-                    out[name] = g.tree_blend
+                    out[name] = blend[:, i]
         return out
 
-    def blend_result(self, references, rotations, scales=None) -> None:
+    def blend_result(self, references, rotations, scales=None, blend=None) -> None:
         """Blends, in place, the solved rotations (F, N, 4) of the bones of IK trees whose result
         Blender blends (``tree_blends``) with each frame's reference (F, N, 4): the slerp by the
-        tree's factor; and their local (Blender pose) scales (F, N), when given, from 1 by it."""
+        tree's factor at that frame; and their local (Blender pose) scales (F, N), when given,
+        from 1 by it. ``blend``: (F, G) per frame (``frame_blends``), default the goals' own."""
         idx = self.index
-        for name, t in self.tree_blends().items():
+        for name, t in self.tree_blends(blend).items():
             b = idx[name]
+            t = np.broadcast_to(t, (len(rotations),))
             rotations[:, b] = slerp_wxyz(references[:, b], rotations[:, b], t)
             if scales is not None:
                 scales[:, b] = 1.0 + t * (scales[:, b] - 1.0)
@@ -921,22 +1024,26 @@ def armature_inverse(ob, matrix_world) -> Matrix:
     return matrix_world.inverted()
 
 
-def slerp_wxyz(a, b, t: float) -> np.ndarray:
-    """Per row, the slerp from quaternion ``a`` to ``b`` (arrays (K, 4) wxyz) by ``t``, along the
-    shorter arc, in ``a``'s hemisphere (Blender's interp_qt_qtqt)."""
+def slerp_wxyz(a, b, t) -> np.ndarray:
+    """Per row, the slerp from quaternion ``a`` to ``b`` (arrays (K, 4) wxyz) by ``t`` (a number,
+    or one per row (K,)), along the shorter arc, in ``a``'s hemisphere (Blender's
+    interp_qt_qtqt)."""
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64).copy()
+    t = np.broadcast_to(np.asarray(t, dtype=np.float64), (len(a),))
     dot = np.einsum("ki,ki->k", a, b)
     b[dot < 0.0] *= -1.0
     dot = np.abs(dot)
     out = np.empty_like(a)
     near = dot > 1.0 - 1e-10
-    out[near] = (1.0 - t) * a[near] + t * b[near]
+    tn = t[near][:, None]
+    out[near] = (1.0 - tn) * a[near] + tn * b[near]
     far = ~near
     if far.any():
         theta = np.arccos(np.clip(dot[far], -1.0, 1.0))
         s = np.sin(theta)
-        out[far] = (np.sin((1.0 - t) * theta) / s)[:, None] * a[far] + (np.sin(t * theta) / s)[:, None] * b[far]
+        tf = t[far]
+        out[far] = (np.sin((1.0 - tf) * theta) / s)[:, None] * a[far] + (np.sin(tf * theta) / s)[:, None] * b[far]
     return out / np.linalg.norm(out, axis=1, keepdims=True)
 
 
@@ -1115,29 +1222,68 @@ def check_ik_chain_constraints(ob, problem) -> None:
     Constraints that only scale (``SCALE_ONLY_CONSTRAINTS``) are let through (with the warning
     ``read`` gives), as are the chains of Sinew goals, where no Blender IK was reaching: a
     constraint there acts on top as it does without Sinew, and the report gives the miss Blender
-    shows."""
+    shows. A bake (``problem.influences``) refuses only a frame where both act: an IK/FK switch that
+    turns the IK off where a Copy Rotation takes over bakes, the other constraint acting on top
+    of the keys where Blender showed it acting; the error names the first such frame."""
+    inf = problem.influences
     for g, chain in zip(problem.goals, problem.moved):
         if g.tree < 0:  # a Sinew goal
             continue
+        acts = problem.tree_acts(g.tree)
         for name in chain:
             for c in ob.pose.bones[name].constraints:
-                if (c.type == 'IK' or c.type in SCALE_ONLY_CONSTRAINTS or c.mute or not c.is_valid
-                        or c.influence <= 0.0):
+                if c.type == 'IK' or c.type in SCALE_ONLY_CONSTRAINTS or not c.is_valid:
                     continue
+                on = (inf.at(name, c.name) > 0.0) if inf is not None else np.array([constraint_enforce(c) > 0.0])
+                both = on & acts
+                if not both.any():
+                    continue
+                at = f" at frame {int(inf.frames[int(np.argmax(both))])}" if inf is not None and inf.animated else ""
                 raise ReadError(
                     f'Bone "{name}" is in the chain of IK constraint "{g.constraint}" (bone "{g.owner}") and has '
-                    f'constraint "{c.name}" in effect. Blender\'s IK solves the chain after "{c.name}" has acted, so it '
-                    f'still reaches its target; Sinew replaces the IK with keyed rotations, and "{c.name}" would act '
-                    f'on top of them and pull the chain off its target. '
-                    f'Mute "{c.name}" or set its influence to 0, or shorten the IK constraint\'s Chain Length so that '
-                    f'"{name}" is not in the chain; nothing was changed')
+                    f'constraint "{c.name}" in effect{at}. Blender\'s IK solves the chain after "{c.name}" has acted, '
+                    f'so it still reaches its target; Sinew replaces the IK with keyed rotations, and "{c.name}" would '
+                    f'act on top of them and pull the chain off its target. '
+                    f'Mute "{c.name}" or set its influence to 0{" where the IK acts" if at else ""}, or shorten the IK '
+                    f'constraint\'s Chain Length so that "{name}" is not in the chain; nothing was changed')
 
 
-def read(ob, *, need_goals: bool = True, depsgraph=None, only_selected: bool = False) -> RigProblem:
+def check_trees_per_frame(ob, influences: ConstraintInfluences, trees: list[IKTree]) -> None:
+    """Refuses (ReadError) IK constraints switched on and off over a bake's range in a way that
+    regroups Blender's IK trees: a bone with several IK constraints, whose first with influence
+    changes (Blender's IK uses only that one). ``trees``: the trees read with each constraint's
+    largest influence over the range; on every frame, each tree that acts must be one of them."""
+    names = [(pb.name, c.name) for pb in ob.pose.bones for c in pb.constraints if c.type == 'IK']
+    if not names or not influences.animated:
+        return
+    acting = np.stack([influences.at(*n) > 0.0 for n in names], axis=1)  # (F, C)
+    known = {_tree_signature(t) for t in trees}
+    patterns, first = np.unique(acting, axis=0, return_index=True)
+    for pattern, k in zip(patterns, first):
+        on = {n for n, a in zip(names, pattern) if a}
+        for tree in ik_trees(ob, lambda pb, c: 1.0 if (pb.name, c.name) in on else 0.0):
+            if any(x.active for x in tree.targets) and _tree_signature(tree) not in known:
+                raise ReadError(
+                    f'Armature "{ob.name}": the IK constraints of bone "{tree.targets[-1].owner}" are switched on and '
+                    f"off over the frame range (influence or mute animated) so that Blender's IK uses another of them "
+                    f"at frame {int(influences.frames[k])} (Blender uses a bone's first IK constraint with influence); "
+                    "Sinew bakes one set of IK chains over a range: bake the frames before and after the switch "
+                    "separately. Nothing was changed")
+
+
+def _tree_signature(tree: IKTree) -> tuple:
+    return tree.root, tuple((x.owner, x.constraint.name, x.tip) for x in tree.targets)
+
+
+def read(ob, *, need_goals: bool = True, depsgraph=None, only_selected: bool = False,
+         influences: ConstraintInfluences | None = None) -> RigProblem:
     """Reads armature object ``ob`` (rest data, goals, limits; the evaluated pose of the bones
     above the chains from ``depsgraph``, default: the context's) into a RigProblem. Raises
     ReadError with a user-facing message (NoGoalsError when there is no goal); changes nothing.
-    ``only_selected``: only the goals of selected bones (``selected_goals``)."""
+    ``only_selected``: only the goals of selected bones (``selected_goals``). ``influences``: a
+    bake's constraint influences over its range (``ConstraintInfluences``): an IK constraint with
+    influence at any frame of it is a goal, whatever its influence now, and the checks that
+    depend on influence consider every frame; default: the influences now."""
     import bpy
 
     if ob is None or ob.type != 'ARMATURE':
@@ -1146,7 +1292,8 @@ def read(ob, *, need_goals: bool = True, depsgraph=None, only_selected: bool = F
         raise ReadError(f'Armature "{ob.name}" has no bones')
     if ob.mode == 'EDIT':
         raise ReadError("Leave Edit Mode first (Sinew reads the pose)")
-    goals, replaced, warnings = read_goals(ob)
+    enforce = None if influences is None else (lambda pb, c: influences.peak(pb.name, c.name))
+    goals, replaced, warnings = read_goals(ob, enforce)
     if need_goals and not goals:
         raise NoGoalsError(no_goals_message(ob, warnings))
     if only_selected:
@@ -1187,9 +1334,12 @@ def read(ob, *, need_goals: bool = True, depsgraph=None, only_selected: bool = F
     problem = RigProblem(
         ob=ob, names=order, parents=parents, anchors=anchors, connectors=[n for n in order if n in connectors],
         lengths=np.array([bones[n].length for n in order]), rest=np.zeros((len(order), 4, 4)), rig=None,
-        goals=goals, replaced=replaced, warnings=warnings, root_bone=root_bone, sub_bases=sub_bases, moved=moved)
+        goals=goals, replaced=replaced, warnings=warnings, root_bone=root_bone, sub_bases=sub_bases, moved=moved,
+        trees=ik_trees(ob, enforce), influences=influences)
     if not goals:
         return problem
+    if influences is not None:
+        check_trees_per_frame(ob, influences, problem.trees)
     check_relations(ob, problem)
     check_driven_rotations(ob, problem)
     check_ik_chain_constraints(ob, problem)
