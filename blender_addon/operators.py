@@ -447,6 +447,8 @@ class SINEW_OT_bake(_SolverProps, bpy.types.Operator):
                 self.report({'INFO'}, note)
             if r.action_note:
                 self.report({'INFO'}, pre + r.action_note)
+            if r.influence_note:
+                self.report({'INFO'}, f"Sinew: {pre}{r.influence_note}")
             pipeline.store_bake_results(job.ob, r, job.settings)
             missed_total += sum(1 for g in pipeline.bake_goal_results(r) if g["missed"] or g["blender_missed"])
             level, text = bake_report(r)

@@ -992,6 +992,7 @@ class BakeResult:
     reduction: object = None       # key_reduction.ReductionResult when the keys were reduced
     miss_slack: np.ndarray | None = None  # (G,) how far the reduction may move each effector
     scales: np.ndarray | None = None  # (F, N) pose scales keyed (each bone's length over its parent's), if it stretches
+    influence_note: str = ""       # which goals' IK influence the range animates (influence_note)
 
     def goal_report(self) -> str:
         """Per goal, its worst frame: distance and, for a goal with an orientation, the angle."""
@@ -1322,7 +1323,7 @@ class BakeJob:
             others_values=others_values,
             root_bone=p.root_bone if not pinned else None, targets=targets, vectors=vectors,
             scales=scales if p.stretches else None, goal_scales=p.goal_scales(above).max(axis=0),
-            local_scales=local_scales, tree_blend=tree_blend,
+            local_scales=local_scales, tree_blend=tree_blend, influence=influence,
             keyed_scales=None if local_scales is None else {n: local_scales[:, idx[n]] for n in moved})
 
     def write(self):
@@ -1362,7 +1363,8 @@ class BakeJob:
                                  c["reached"], list(c["keyed"]), c["action"], c["prev"], c["muted"], c["per_frame"],
                                  c["sample_s"], c["solve_s"], c["write_s"], list(p.warnings), c["sampling"], c["note"],
                                  self.settings.tolerance, checked, misses, verify_s, c["orientation_residuals"],
-                                 c["references"], p, c["reduction"], self._miss_slack(c), c["local_scales"])
+                                 c["references"], p, c["reduction"], self._miss_slack(c), c["local_scales"],
+                                 influence_note(p, frames, c["influence"], c["tree_blend"]))
 
     def _miss_slack(self, c):
         """(G,) how far the key reduction may move each effector (``key_reduction.effector_slack``),
@@ -1480,6 +1482,28 @@ class BakeBatch:
             if isinstance(ex, engine().SinewError):
                 raise ReadError(f"Sinew could not solve: {ex}") from ex
             raise
+
+
+def influence_note(problem, frames, influence, tree_blend) -> str:
+    """Names the goals whose IK constraint influence changes over a bake's range (``influence``,
+    ``tree_blend``: (F, G), ``RigProblem.frame_blends``): how far it goes (the smallest and
+    largest product of the two) and on how many frames its IK does not act (where the keys are
+    the FK pose, the pose before IK); "" when no influence changes."""
+    parts = []
+    for i, g in enumerate(problem.goals):
+        if g.tree < 0 or (np.all(influence[:, i] == influence[0, i]) and np.all(tree_blend[:, i] == tree_blend[0, i])):
+            continue
+        acts = problem.tree_acts(g.tree)
+        value = influence[:, i] * tree_blend[:, i]
+        text = f'IK "{g.constraint}" (bone "{g.owner}") between {float(value.min()):.3g} and {float(value.max()):.3g}'
+        off = int(np.count_nonzero(~acts))
+        if off:
+            text += f" (off on {off} of {len(frames)} frames: keyed with the FK pose there)"
+        parts.append(text)
+    if not parts:
+        return ""
+    return ("IK influence animated over the range, baked frame by frame as Blender's IK applies it: " +
+            "; ".join(parts))
 
 
 def make_bake_jobs(context, obs, frame_start: int, frame_end: int, settings: Settings, **kw):

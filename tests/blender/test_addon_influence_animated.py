@@ -109,6 +109,16 @@ def test_a_bake_follows_the_animated_influence_frame_by_frame(how, curve, pole, 
     _assert_same(_frames(ob), before, ("b02", "b03"), pole)
 
 
+def test_the_report_names_the_animated_influence(capfd):
+    """The bake's report says which IK constraint's influence the range animates and on how many
+    frames its IK does not act (keyed with the FK pose there)."""
+    ob, _ik = _rig("keyed", "1to0", False)
+    _bake(ob, 10)
+    out = capfd.readouterr().out
+    assert ('IK influence animated over the range, baked frame by frame as Blender\'s IK applies it: IK "IK" (bone '
+            '"b03") between 0 and 1 (off on 2 of 10 frames: keyed with the FK pose there)') in out, out
+
+
 @pytest.mark.parametrize("how", ["keyed", "driven"])
 def test_the_keys_do_not_depend_on_the_frame_the_bake_starts_from(how):
     """The same rig baked from frame 1 (influence 1) and from frame 10 (influence 0) gives the same
