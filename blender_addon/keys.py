@@ -58,22 +58,112 @@ def set_pose(ob, names, rotations, root_bone=None, root_location=None, scales=No
         ob.pose.bones[root_bone].location = root_location
 
 
-def key_current(ob, names, frame, root_bone=None, key_scale=False) -> None:
+def _key_channel(ob, pb, prop, frame, only_available, replace_only) -> None:
+    """Keys ``pb``'s property ``prop`` at ``frame``; with ``only_available`` only the array items
+    that already have an F-curve (none when there is none: nothing is created), with
+    ``replace_only`` only where a key is already at ``frame`` (each checked here, so that Blender
+    does not report the keys it could not insert)."""
+    if not (only_available or replace_only):
+        pb.keyframe_insert(prop, frame=frame, group=pb.name)
+        return
+    find = fcurve_finder(ob)
+    path = pb.path_from_id(prop)
+    for index in range(len(getattr(pb, prop))):
+        fc = find(path, index) if find is not None else None
+        if fc is None or (replace_only and not has_key_at(fc, frame)):
+            continue
+        pb.keyframe_insert(prop, index=index, frame=frame, group=pb.name)
+
+
+def has_key_at(fc, frame) -> bool:
+    """Whether F-curve ``fc`` has a key at ``frame``."""
+    return any(abs(k.co[0] - frame) < 1e-3 for k in fc.keyframe_points)
+
+
+def key_current(ob, names, frame, root_bone=None, key_scale=False, only_available=False,
+                replace_only=False) -> None:
     """Keys the rotation (with ``key_scale`` also the scale, and for ``root_bone`` the location)
-    of ``names`` at ``frame``."""
+    of ``names`` at ``frame``; with ``only_available`` (Blender's *Only Insert Available*) only the
+    channels that already have an F-curve, with ``replace_only`` (Auto Keying's *Replace* mode)
+    only the keys already at ``frame``."""
     for name in names:
         pb = ob.pose.bones[name]
-        pb.keyframe_insert(rotation_property(pb), frame=frame, group=name)
+        _key_channel(ob, pb, rotation_property(pb), frame, only_available, replace_only)
         if key_scale:
-            pb.keyframe_insert("scale", frame=frame, group=name)
+            _key_channel(ob, pb, "scale", frame, only_available, replace_only)
     if root_bone is not None:
-        ob.pose.bones[root_bone].keyframe_insert("location", frame=frame, group=root_bone)
+        _key_channel(ob, ob.pose.bones[root_bone], "location", frame, only_available, replace_only)
 
 
 def active_keying_set(scene):
     """The scene's active keying set (a built-in one such as "Location & Rotation", or one of the
     scene's own), or None."""
     return scene.keying_sets_all.active
+
+
+@dataclass
+class AutoKeying:
+    """How Solve IK keys, read from the flags Blender's own auto-keying of a pose bone follows
+    (``autokeyframe_pose_channel``; ``bpy_extras.anim_utils.AutoKeying`` reads them alike): the
+    active keying set only with *Only Active Keying Set* on
+    (``tool_settings.use_keyframe_insert_keyingset``, off by default), else the channels the solve
+    changed: with *Only Insert Available* (``preferences.edit.use_keyframe_insert_available``;
+    off by default up to 5.0, on from 5.2) only those that already have an F-curve, and in
+    *Replace* mode (``tool_settings.auto_keying_mode``) only the keys already at the frame."""
+
+    keying_set: object = None      # the active keying set, when Blender's auto-keying would use it
+    only_available: bool = False
+    replace_only: bool = False
+
+
+def auto_keying(context) -> AutoKeying:
+    """The ``AutoKeying`` of ``context``'s scene and preferences (Blender 4.2 to 5.2 name them alike)."""
+    scene = context.scene
+    if scene.tool_settings.use_keyframe_insert_keyingset:
+        ks = active_keying_set(scene)
+        if ks is not None:
+            return AutoKeying(keying_set=ks)
+    return AutoKeying(only_available=bool(context.preferences.edit.use_keyframe_insert_available),
+                      replace_only=scene.tool_settings.auto_keying_mode == 'REPLACE_KEYS')
+
+
+def fcurve_finder(ob):
+    """find(data_path, index) -> the F-curve of ``ob``'s action (its slot's, on slotted actions)
+    or None; None instead of a finder when ``ob`` has no action (or its slot no channels)."""
+    ad = ob.animation_data
+    act = ad.action if ad is not None else None
+    if act is None:
+        return None
+    if not SLOTTED:
+        return lambda path, index: act.fcurves.find(path, index=index)
+    slot = ad.action_slot
+    if slot is None or not len(act.layers) or not len(act.layers[0].strips):
+        return None
+    cb = act.layers[0].strips[0].channelbag(slot)
+    if cb is None:
+        return None
+    return lambda path, index: cb.fcurves.find(path, index=index)
+
+
+def unkeyed_rotations(ob, names, frame) -> list[str]:
+    """The bones of ``names`` whose rotation has no key at ``frame`` on some channel (no F-curve,
+    or one without a key there): the keys do not hold their solved rotation at other frames.
+    A channel a driver sets is not counted (the driver owns it)."""
+    find = fcurve_finder(ob)
+    driven = driven_channels(ob)
+    out = []
+    for name in names:
+        pb = ob.pose.bones[name]
+        prop = rotation_property(pb)
+        path = pb.path_from_id(prop)
+        for index in range(len(getattr(pb, prop))):
+            if index in driven.get(path, ()):
+                continue
+            fc = find(path, index) if find is not None else None
+            if fc is None or not has_key_at(fc, frame):
+                out.append(name)
+                break
+    return out
 
 
 def _any_area(context):

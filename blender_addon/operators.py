@@ -152,13 +152,14 @@ class SINEW_OT_solve(_SolverProps, bpy.types.Operator):
     bl_idname = "sinew.solve"
     bl_label = "Solve IK"
     bl_description = ("Solve the IK goals of the armatures in Pose Mode at the current frame with Sinew, from "
-                      "the current pose; keys follow Auto Keying and the active keying set")
+                      "the current pose; keys follow Auto Keying and its Only Active Keying Set and Only Insert "
+                      "Available options")
     bl_options = {'REGISTER', 'UNDO'}
 
     use_keyframes: BoolProperty(
         name="Insert Keyframes",
-        description="Key the bones the solve moved at the current frame (through the active keying set, if "
-                    "any); not set, it follows Auto Keying",
+        description="Key the bones the solve moved at the current frame, as Auto Keying would (through the "
+                    "active keying set with Only Active Keying Set on); not set, it follows Auto Keying",
         default=False, options={'SKIP_SAVE'})
 
     @classmethod
@@ -184,8 +185,8 @@ class SINEW_OT_solve(_SolverProps, bpy.types.Operator):
         key = self.use_keyframes
         settings = self.settings()
         try:
-            keying_set = keys.active_keying_set(context.scene) if key else None
-            results, skipped = pipeline.solve_poses(context, obs, settings, key=key, keying_set=keying_set)
+            keying = keys.auto_keying(context) if key else None
+            results, skipped = pipeline.solve_poses(context, obs, settings, key=key, keying=keying)
         except ReadError as ex:
             self.report({'ERROR'}, str(ex))
             return {'CANCELLED'}
@@ -212,6 +213,9 @@ class SINEW_OT_solve(_SolverProps, bpy.types.Operator):
             self.report({'INFO'}, "Sinew: the pose is set, not keyed (Auto Keying is off; turn Insert Keyframes on "
                                   "in the Adjust Last Operation panel to key it)")
         self.report(*combined_solve_report(results))
+        for res in results:  # last, where the status bar shows it: the keys do not hold the pose
+            if res.unkeyed:
+                self.report({'WARNING'}, f"Sinew: {_prefix(res.problem.ob, several)}{res.unkeyed}")
         return {'FINISHED'}
 
 

@@ -124,6 +124,7 @@ class SolveResult:
     orientation_residuals: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (G,) radians
     scales: np.ndarray | None = None   # (N,) pose scales keyed (each bone's length over its parent's), if it stretches
     key_note: str = ""             # how the keys were written, when a keying set was used
+    unkeyed: str = ""              # keying asked for, but the solved rotations not all keyed: the warning
     world_misses: np.ndarray | None = None  # (G,) ``misses`` in world space: the distances the report gives
 
     @property
@@ -260,6 +261,26 @@ def _restore_pose(ob, snap):
             pb.location, pb.rotation_quaternion, pb.rotation_euler, pb.rotation_axis_angle, pb.scale = s
 
 
+def unkeyed_warning(bones, keying) -> str:
+    """The warning that the solved rotations of ``bones`` were not keyed (keyed as ``keying``, a
+    ``keys.AutoKeying``, says): why, that the pose will not hold at other frames, and what to change."""
+    shown = ", ".join(f'"{b}"' for b in bones[:4]) + (f" and {len(bones) - 4} more" if len(bones) > 4 else "")
+    what = f"the solved rotation of {len(bones)} bone{'s' if len(bones) > 1 else ''} ({shown}) is not keyed"
+    if keying.keying_set is not None:
+        why = (f'Only Active Keying Set is on and keying set "{keying.keying_set.bl_label}" does not key it; '
+               "make a keying set with rotation active, or turn Only Active Keying Set off (Timeline > Keying)")
+    else:
+        whys = []
+        if keying.only_available:
+            whys.append("Only Insert Available is on and there is no rotation F-curve to key; key the rotation once, "
+                        "or turn Only Insert Available off (Preferences > Animation > Auto-Keyframing)")
+        if keying.replace_only:
+            whys.append("Auto Keying is in Replace mode and there was no rotation key at this frame to replace; insert "
+                        "one, or set Auto Keying to Add & Replace (Timeline > Keying)")
+        why = "; or ".join(whys) or "Blender did not insert the key"
+    return f"{what}, so the solved pose will not hold at other frames: {why}"
+
+
 class PendingSolve:
     """One armature solved and not yet written (``prepare_solve``): ``write()`` sets (and keys)
     the pose, ``finish()`` measures Blender's evaluated pose and gives the SolveResult.
@@ -273,13 +294,18 @@ class PendingSolve:
         self.scales, self.targets, self.vectors = scales, targets, vectors
         self.keyed: list[str] = []
         self.key_note = ""
+        self.unkeyed = ""
         self._saved_pose = _snapshot_pose(ob)
 
-    def write(self, context, keying_set=None) -> None:
+    def write(self, context, keying=None) -> None:
         """Sets the moved bones' rotations (their scales, where the rig stretches, and the free
-        root's location) and, when keying, keys them at the frame: through ``keying_set`` if given
+        root's location) and, when keying, keys them at the frame as ``keying`` (a
+        ``keys.AutoKeying``; None: the default) says: through its keying set if it has one
         (``keys.key_with_keying_set``: the keying set decides the channels), else their rotation
-        channels (the scales of a stretching rig's moved bones, the free root's location)."""
+        channels (the scales of a stretching rig's moved bones, the free root's location), only
+        those with an F-curve when ``only_available``, only keys already at the frame when
+        ``replace_only``. When a moved bone's rotation ends up with
+        no key at the frame, ``unkeyed`` says which and why (the pose will not hold)."""
         ob, problem = self.ob, self.problem
         idx = problem.index
         moved = problem.moved_bones
@@ -289,12 +315,18 @@ class PendingSolve:
         if not self.key:
             return
         key_scale = self.scales is not None
-        if keying_set is not None:
-            self.keyed, self.key_note = keys.key_with_keying_set(context, ob, moved, self.frame, keying_set,
+        keying = keying or keys.AutoKeying()
+        if keying.keying_set is not None:
+            self.keyed, self.key_note = keys.key_with_keying_set(context, ob, moved, self.frame, keying.keying_set,
                                                                  self.root_bone, key_scale=key_scale)
         else:
-            keys.key_current(ob, moved, self.frame, self.root_bone, key_scale=key_scale)
+            keys.key_current(ob, moved, self.frame, self.root_bone, key_scale=key_scale,
+                             only_available=keying.only_available, replace_only=keying.replace_only)
             self.keyed = list(moved)
+        unkeyed = keys.unkeyed_rotations(ob, moved, self.frame)
+        if unkeyed:
+            self.keyed = [n for n in self.keyed if n not in unkeyed]
+            self.unkeyed = unkeyed_warning(unkeyed, keying)
 
     def restore(self) -> None:
         """Puts the pose back as it was when the solve was prepared (keys are not touched)."""
@@ -310,7 +342,7 @@ class PendingSolve:
                           int(sol.iterations), bool(sol.reached), str(sol.stop_reason), list(self.keyed),
                           time.perf_counter() - self.t0, misses, self.settings.tolerance,
                           np.asarray(sol.orientation_residuals), scales=self.scales, key_note=self.key_note,
-                          world_misses=world_misses)
+                          world_misses=world_misses, unkeyed=self.unkeyed)
         return res
 
 
@@ -412,12 +444,12 @@ def prepare_solve(context, ob, settings: Settings, *, key: bool = True) -> Pendi
                         scales[0] if scales is not None else None, inp.armature_targets, inp.vectors)
 
 
-def solve_pose(context, ob, settings: Settings, *, key: bool = True, keying_set=None) -> SolveResult:
+def solve_pose(context, ob, settings: Settings, *, key: bool = True, keying=None) -> SolveResult:
     """Solves armature ``ob`` at the current frame from its current pose and writes the moved
-    bones' rotations (and keys them at the current frame when ``key``, through ``keying_set``
-    when given). Blender IK constraints are left as they are (other frames keep them); then
-    Blender's evaluated pose is measured against the targets (``SolveResult.misses``)."""
-    return solve_poses(context, [ob], settings, key=key, keying_set=keying_set)[0][0]
+    bones' rotations (and keys them at the current frame when ``key``, as ``keying``, a
+    ``keys.AutoKeying``, says). Blender IK constraints are left as they are (other frames keep
+    them); then Blender's evaluated pose is measured against the targets (``SolveResult.misses``)."""
+    return solve_poses(context, [ob], settings, key=key, keying=keying)[0][0]
 
 
 def _armature_error(ob, ex: ReadError, several: bool) -> ReadError:
@@ -449,7 +481,7 @@ def _read_each(obs, read, verb: str):
     return read_ok, skipped
 
 
-def solve_poses(context, obs, settings: Settings, *, key: bool = True, keying_set=None):
+def solve_poses(context, obs, settings: Settings, *, key: bool = True, keying=None):
     """Solves every armature of ``obs`` (one engine call each) and writes them only when all could
     be solved: (results, skipped), where ``skipped`` says which armatures had no goal to solve
     (with several armatures such an armature is skipped; with one, or when none has a goal,
@@ -457,7 +489,7 @@ def solve_poses(context, obs, settings: Settings, *, key: bool = True, keying_se
     pending, skipped = _read_each(obs, lambda ob: prepare_solve(context, ob, settings, key=key), "solve")
     try:
         for p in pending:
-            p.write(context, keying_set)
+            p.write(context, keying)
     except BaseException:
         for p in pending:
             p.restore()

@@ -596,6 +596,7 @@ def test_solve_keys_through_the_scenes_own_keying_set(capfd):
     ks.paths.add(t, "location", index=-1)  # not something the solve changed: not keyed
     scene.keying_sets.active = ks
     scene.tool_settings.use_keyframe_insert_auto = True
+    scene.tool_settings.use_keyframe_insert_keyingset = True  # Only Active Keying Set
     assert bpy.ops.sinew.solve() == {'FINISHED'}
     cb = R.channelbag(ob)
     assert sorted({fc.data_path for fc in cb.fcurves}) == ['pose.bones["b04"].rotation_quaternion']
@@ -608,11 +609,125 @@ def test_solve_keys_through_a_builtin_keying_set():
     ob, t = _chain_and_target()
     scene = bpy.context.scene
     scene.keying_sets_all.active = next(k for k in scene.keying_sets_all if k.bl_idname == 'BUILTIN_KSI_LocRot')
+    scene.tool_settings.use_keyframe_insert_keyingset = True
     assert bpy.ops.sinew.solve(use_keyframes=True) == {'FINISHED'}
     paths = {fc.data_path for fc in R.channelbag(ob).fcurves}
     for i in range(6):
         assert f'pose.bones["b{i:02d}"].rotation_quaternion' in paths
         assert f'pose.bones["b{i:02d}"].location' in paths
+
+
+def _animated_chain_at_frame_5(keying_set=None, only_keying_set=False):
+    """QA: a chain with rotation keys at frames 1 and 10 and a goal off its path, Auto Keying on,
+    at frame 5; ``keying_set`` (a built-in one's label) made active."""
+    scene = bpy.context.scene
+    ob = R.make_chain(4, name="Rig")
+    t = R.add_empty("T", (0.5, 0.2, 1.4))
+    R.activate(ob)
+    bpy.ops.object.mode_set(mode='POSE')
+    for f in (1, 10):
+        for pb in ob.pose.bones:
+            pb.keyframe_insert("rotation_quaternion", frame=f)
+    R.set_goal(ob, "b03", t, chain_length=3)
+    scene.tool_settings.use_keyframe_insert_auto = True
+    scene.tool_settings.use_keyframe_insert_keyingset = only_keying_set
+    if keying_set is not None:
+        scene.keying_sets_all.active = next(k for k in scene.keying_sets_all if k.bl_label == keying_set)
+    scene.frame_set(5)
+    return ob, t
+
+
+def _keyed_at(ob, frame):
+    """The "bone.property" channels with a key at ``frame``."""
+    return sorted({fc.data_path.split('"')[1] + "." + fc.data_path.rsplit(".", 1)[1]
+                   for fc in R.channelbag(ob).fcurves if frame in R.key_frames(fc)[0]})
+
+
+def _holds_after_frame_change(ob, t, bone="b03"):
+    """The goal's miss once frame 5 is left and come back to (the keys alone pose the chain)."""
+    scene = bpy.context.scene
+    scene.frame_set(6)
+    scene.frame_set(5)
+    return (R.world_tail(ob, bone) - R.world_location(t)).length
+
+
+@pytest.mark.parametrize("keying_set", ["Location", "Scale"])
+def test_auto_keying_ignores_the_active_keying_set_without_only_active_keying_set(keying_set, capfd):
+    """As Blender's auto-keying (autokeyframe_pose_channel): the active keying set is used only
+    with Only Active Keying Set on; off (the default), the solved rotations are keyed and hold."""
+    ob, t = _animated_chain_at_frame_5(keying_set, only_keying_set=False)
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    assert _keyed_at(ob, 5.0) == ["b01.rotation_quaternion", "b02.rotation_quaternion", "b03.rotation_quaternion"]
+    assert _holds_after_frame_change(ob, t) < TOL
+    out = capfd.readouterr().out
+    assert "keying set" not in out and "not keyed" not in out
+
+
+def test_only_active_keying_set_without_rotation_keys_it_and_warns_the_pose_will_not_hold(capfd):
+    ob, t = _animated_chain_at_frame_5("Location", only_keying_set=True)
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    assert _keyed_at(ob, 5.0) == ["b01.location", "b02.location", "b03.location"]
+    out = capfd.readouterr().out
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("Warning: Sinew: the solved rotation of 3 bones")
+    assert 'will not hold at other frames' in last and 'keying set "Location" does not key it' in last
+    assert _holds_after_frame_change(ob, t) > 0.1  # what the warning says: the keys put the chain back
+
+
+def test_only_insert_available_keys_only_existing_rotation_curves_and_warns(capfd):
+    """Only Insert Available (Preferences > Animation): a bone with no rotation F-curve gets none
+    (as Blender's auto-keying), the others are keyed, and the report names the one left unkeyed."""
+    ob, t = _animated_chain_at_frame_5()
+    cb = R.channelbag(ob)
+    for fc in [fc for fc in cb.fcurves if fc.data_path.startswith('pose.bones["b02"]')]:
+        cb.fcurves.remove(fc)
+    prefs = bpy.context.preferences.edit
+    prefs.use_keyframe_insert_available = True
+    try:
+        assert bpy.ops.sinew.solve() == {'FINISHED'}
+    finally:
+        prefs.use_keyframe_insert_available = False
+    assert _keyed_at(ob, 5.0) == ["b01.rotation_quaternion", "b03.rotation_quaternion"]
+    assert not any(fc.data_path.startswith('pose.bones["b02"]') for fc in cb.fcurves)
+    last = capfd.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith('Warning: Sinew: the solved rotation of 1 bone ("b02") is not keyed')
+    assert "Only Insert Available is on and there is no rotation F-curve to key" in last
+
+
+def test_only_insert_available_keys_a_chain_whose_rotations_are_animated(capfd):
+    ob, t = _animated_chain_at_frame_5()
+    prefs = bpy.context.preferences.edit
+    prefs.use_keyframe_insert_available = True
+    try:
+        assert bpy.ops.sinew.solve() == {'FINISHED'}
+    finally:
+        prefs.use_keyframe_insert_available = False
+    assert _keyed_at(ob, 5.0) == ["b01.rotation_quaternion", "b02.rotation_quaternion", "b03.rotation_quaternion"]
+    assert _holds_after_frame_change(ob, t) < TOL
+    assert "not keyed" not in capfd.readouterr().out
+
+
+@pytest.mark.parametrize("frame,keyed", [(5, False), (10, True)])
+def test_replace_mode_keys_only_where_a_key_is(frame, keyed, capfd):
+    """Auto Keying's Replace mode: only a key already at the frame is replaced (Blender's
+    INSERTKEY_REPLACE); elsewhere nothing is keyed and the report warns."""
+    ob, t = _animated_chain_at_frame_5()
+    scene = bpy.context.scene
+    scene.tool_settings.auto_keying_mode = 'REPLACE_KEYS'
+    scene.frame_set(frame)
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    last = capfd.readouterr().out.strip().splitlines()[-1]
+    if keyed:
+        assert _keyed_at(ob, 10.0) == ["b00.rotation_quaternion", "b01.rotation_quaternion",
+                                       "b02.rotation_quaternion", "b03.rotation_quaternion"]
+        assert (R.world_tail(ob, "b03") - R.world_location(t)).length < TOL
+        scene.frame_set(9)
+        scene.frame_set(10)
+        assert (R.world_tail(ob, "b03") - R.world_location(t)).length < TOL
+        assert "not keyed" not in last
+    else:
+        assert _keyed_at(ob, 5.0) == []
+        assert "Auto Keying is in Replace mode and there was no rotation key at this frame" in last
 
 
 # -- Reports and the sidebar ----------------------------------------------------------------------
