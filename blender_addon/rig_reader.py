@@ -1211,6 +1211,32 @@ def check_relations(ob, problem) -> None:
 # Rigify's paws put a Copy Scale on the lower leg of their IK chains.
 SCALE_ONLY_CONSTRAINTS = frozenset({'COPY_SCALE', 'LIMIT_SCALE', 'MAINTAIN_VOLUME'})
 
+# Blender stores the limits in single precision: -180° typed in is float32(-pi), a hair beyond -pi.
+_FULL_TURN_SLACK = 1e-6
+
+
+def cannot_bind(c) -> bool:
+    """Whether constraint ``c``, in effect, cannot change its bone's pose whatever the pose: a
+    Limit Rotation whose every enabled axis allows the full turn (min -180° or below and max 180°
+    or above: the Euler angles Blender decomposes the rotation into lie in [-180°, 180°], so
+    nothing is clamped, with the Legacy Behavior option or without), or a Limit Location or Limit
+    Rotation with no axis enabled. (A Limit Location with bounds, or a Limit Distance, may bind
+    depending on the pose.)"""
+    if c.type == 'LIMIT_ROTATION':
+        lo = -math.pi + _FULL_TURN_SLACK
+        hi = math.pi - _FULL_TURN_SLACK
+        return all(not getattr(c, f"use_limit_{a}") or (getattr(c, f"min_{a}") <= lo and getattr(c, f"max_{a}") >= hi)
+                   for a in "xyz")
+    if c.type == 'LIMIT_LOCATION':
+        return not any(getattr(c, f"use_{m}_{a}") for m in ("min", "max") for a in "xyz")
+    return False
+
+
+def cannot_act(c) -> bool:
+    """Whether constraint ``c`` cannot change its bone's pose now: switched off (muted, invalid,
+    influence 0) or ``cannot_bind``."""
+    return c.mute or not c.is_valid or c.influence <= 0.0 or cannot_bind(c)
+
 
 def check_ik_chain_constraints(ob, problem) -> None:
     """Refuses (ReadError naming the bone, its constraint and the IK constraint) a bone of a
@@ -1220,11 +1246,13 @@ def check_ik_chain_constraints(ob, problem) -> None:
     on the bones (Bake IK to Keyframes mutes the IK constraint), and the other constraint would
     act on top of them and pull the chain off its target: a rig that worked would be broken.
     Constraints that only scale (``SCALE_ONLY_CONSTRAINTS``) are let through (with the warning
-    ``read`` gives), as are the chains of Sinew goals, where no Blender IK was reaching: a
-    constraint there acts on top as it does without Sinew, and the report gives the miss Blender
-    shows. A bake (``problem.influences``) refuses only a frame where both act: an IK/FK switch that
-    turns the IK off where a Copy Rotation takes over bakes, the other constraint acting on top
-    of the keys where Blender showed it acting; the error names the first such frame."""
+    ``read`` gives), and so are those that cannot bind (``cannot_bind``: a Limit Rotation
+    allowing the full turn, say), silently; so are the chains of Sinew goals, where no Blender IK
+    was reaching: a constraint there acts on top as it does without Sinew, and the report gives
+    the miss Blender shows. A bake (``problem.influences``) refuses only a frame where both act:
+    an IK/FK switch that turns the IK off where a Copy Rotation takes over bakes, the other
+    constraint acting on top of the keys where Blender showed it acting; the error names the
+    first such frame."""
     inf = problem.influences
     for g, chain in zip(problem.goals, problem.moved):
         if g.tree < 0:  # a Sinew goal
@@ -1232,7 +1260,7 @@ def check_ik_chain_constraints(ob, problem) -> None:
         acts = problem.tree_acts(g.tree)
         for name in chain:
             for c in ob.pose.bones[name].constraints:
-                if c.type == 'IK' or c.type in SCALE_ONLY_CONSTRAINTS or not c.is_valid:
+                if c.type == 'IK' or c.type in SCALE_ONLY_CONSTRAINTS or not c.is_valid or cannot_bind(c):
                     continue
                 on = (inf.at(name, c.name) > 0.0) if inf is not None else np.array([constraint_enforce(c) > 0.0])
                 both = on & acts
@@ -1378,7 +1406,7 @@ def read(ob, *, need_goals: bool = True, depsgraph=None, only_selected: bool = F
             pass  # Sinew keys the scale of every moved bone of a rig that stretches
         elif any(abs(v - 1.0) > 1e-6 for v in pb.scale):
             warnings.append(f'Bone "{name}" is scaled in the pose; Sinew ignores pose scale')
-        if any(c.type != 'IK' and not c.mute and c.influence > 0.0 for c in pb.constraints):
+        if any(c.type != 'IK' and not cannot_act(c) for c in pb.constraints):
             warnings.append(f'Bone "{name}" has constraints besides IK; they act on top of the Sinew pose')
     for g in goals:
         for ref in (g.target, g.pole):

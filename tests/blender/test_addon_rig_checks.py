@@ -189,6 +189,16 @@ def _limit_rotation_in_the_middle(pbs, aux):
     return "b02", c
 
 
+def _limit_rotation_short_of_a_full_turn(pbs, aux):
+    """A Limit Rotation of ±179° can bind (an angle past 179° is clamped): still refused."""
+    c = pbs["b02"].constraints.new('LIMIT_ROTATION')
+    c.use_limit_x = c.use_limit_y = c.use_limit_z = True
+    c.min_x = c.min_y = c.min_z = math.radians(-179.0)
+    c.max_x = c.max_y = c.max_z = math.radians(180.0)
+    c.owner_space = 'LOCAL'
+    return "b02", c
+
+
 def _stretch_to_in_the_middle(pbs, aux):
     c = pbs["b02"].constraints.new('STRETCH_TO')
     c.target = aux
@@ -220,7 +230,8 @@ def _blender_reaches(ob, t, frames=(1, 5, 10)):
 
 @pytest.mark.parametrize("add_constraint", [_copy_location_on_the_root, _child_of_on_the_root,
                                             _damped_track_in_the_middle, _copy_rotation_in_the_middle,
-                                            _limit_rotation_in_the_middle, _stretch_to_in_the_middle])
+                                            _limit_rotation_in_the_middle, _limit_rotation_short_of_a_full_turn,
+                                            _stretch_to_in_the_middle])
 def test_another_constraint_on_a_blender_ik_chain_is_refused_and_nothing_changes(add_constraint, addon):
     """Blender's IK solves its chain after the chain bones' other constraints and reaches; Sinew's
     keys would have them act on top and miss (by 0.7 to 1.7 here), so Solve IK and the bake refuse
@@ -242,6 +253,56 @@ def test_another_constraint_on_a_blender_ik_chain_is_refused_and_nothing_changes
     other.mute = True
     assert bpy.ops.sinew.bake(frame_start=1, frame_end=10) == {'FINISHED'}
     assert ik.mute
+    _blender_reaches(ob, t)
+
+
+def _limit_rotation_full_turn(pbs, aux):
+    """QA: a Limit Rotation of ±180° on every axis on the elbow, a visual FK limit that never binds."""
+    c = pbs["b02"].constraints.new('LIMIT_ROTATION')
+    c.use_limit_x = c.use_limit_y = c.use_limit_z = True
+    c.min_x = c.min_y = c.min_z = math.radians(-180.0)
+    c.max_x = c.max_y = c.max_z = math.radians(180.0)
+    c.owner_space = 'LOCAL'
+    return "b02", c
+
+
+def _limit_rotation_one_full_axis(pbs, aux):
+    c = pbs["b01"].constraints.new('LIMIT_ROTATION')
+    c.use_limit_y = True
+    c.min_y, c.max_y = -4.0, 4.0
+    c.owner_space = 'WORLD'
+    return "b01", c
+
+
+def _limit_rotation_no_axis(pbs, aux):
+    c = pbs["b00"].constraints.new('LIMIT_ROTATION')
+    c.min_x = c.max_x = 0.0  # bounds that would bind, were the axis enabled
+    c.owner_space = 'WORLD'
+    return "b00", c
+
+
+def _limit_location_no_axis(pbs, aux):
+    c = pbs["b02"].constraints.new('LIMIT_LOCATION')
+    c.min_x = c.max_x = 5.0
+    c.owner_space = 'WORLD'
+    return "b02", c
+
+
+@pytest.mark.parametrize("add_constraint", [_limit_rotation_full_turn, _limit_rotation_one_full_axis,
+                                            _limit_rotation_no_axis, _limit_location_no_axis])
+def test_a_limit_that_cannot_bind_on_a_blender_ik_chain_is_let_through(add_constraint, capfd):
+    """A Limit Rotation whose every enabled axis allows the full turn, or a Limit Rotation or Limit
+    Location with no axis enabled, cannot change the pose: Solve IK and the bake take the rig, say
+    nothing about it, and Blender's evaluated pose (the limit acting on the keys) reaches."""
+    ob, t, ik, bone, other = _ik_chain_with_a_constraint(add_constraint)
+    scene = bpy.context.scene
+    scene.frame_set(5)
+    assert bpy.ops.sinew.solve(use_keyframes=True) == {'FINISHED'}
+    assert (R.world_tail(ob, "b03") - R.world_location(t)).length < 1e-3
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=10) == {'FINISHED'}
+    assert ik.mute and not other.mute
+    out = capfd.readouterr().out
+    assert "besides IK" not in out and f'"{other.name}"' not in out
     _blender_reaches(ob, t)
 
 
