@@ -316,6 +316,37 @@ def armature_shapes(ob, depsgraph) -> list[tuple[LimitShape, Matrix]]:
     return out
 
 
+def limited_bones(ob) -> tuple[list[str], list[str]]:
+    """The bones of armature ``ob`` with a limit to draw: (shown, hidden), hidden meaning hidden
+    themselves or in no visible bone collection, whose limits ``armature_shapes`` leaves out
+    (Rigify's IK knees and elbows are hidden MCH bones)."""
+    shown, hidden = [], []
+    for pb in ob.pose.bones:
+        if drawable(rig_reader.read_limit(pb)):
+            (shown if _bone_visible(pb.bone) else hidden).append(pb.name)
+    return shown, hidden
+
+
+def visibility_note(ob) -> list[str]:
+    """Lines for the sidebar under Show Limits when what is drawn of armature ``ob`` is not all its
+    limits: none to draw, or some (or all) on hidden bones, which are not drawn. [] otherwise."""
+    shown, hidden = limited_bones(ob)
+    if not shown and not hidden:
+        return ["No bone has a joint limit to draw"]
+    if not hidden:
+        return []
+    n = len(hidden)
+    first = (f"{n} bone{'s' if n > 1 else ''} with limits, all hidden:" if not shown
+             else f"{n} of {n + len(shown)} bones with limits hidden:")
+    bone = ob.data.bones[hidden[0]]
+    if bone.hide:
+        how = "unhide it"
+    else:
+        names = ", ".join(f'"{c.name}"' for c in bone.collections)
+        how = f"show bone collection {names}" if len(bone.collections) == 1 else f"show one of {names}"
+    return [first, "their limits are not drawn", f'(e.g. "{bone.name}": {how})']
+
+
 def armatures_to_draw(context) -> list:
     """The visible armatures whose limits are drawn: the active one and any in Pose Mode."""
     active = context.view_layer.objects.active

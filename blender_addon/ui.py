@@ -8,7 +8,7 @@ import textwrap
 
 import bpy
 
-from . import pipeline, rig_reader
+from . import limit_drawing, pipeline, rig_reader
 
 
 def _pose_bone(context):
@@ -164,6 +164,10 @@ class VIEW3D_PT_sinew(_SidebarPanel, bpy.types.Panel):
         col.operator("sinew.restore_constraints", icon='CONSTRAINT_BONE')
         layout.operator("sinew.export_problem", icon='EXPORT')
         layout.prop(context.scene, "sinew_show_limits")
+        if context.scene.sinew_show_limits:  # say why little or nothing is drawn (Rigify hides its IK bones)
+            col = layout.column(align=True)
+            for i, line in enumerate(limit_drawing.visibility_note(context.object)):
+                col.label(text=line, icon='INFO' if i == 0 else 'BLANK1')
 
 
 class VIEW3D_PT_sinew_bone(_SidebarPanel, bpy.types.Panel):

@@ -795,3 +795,51 @@ def test_the_bake_in_chunks_as_the_modal_operator_runs_it_and_its_cancel(addon):
     assert progress == sorted(progress) and progress[-1] == 1.0 and len(progress) > 10
     assert batch.done and all(r is not None for r in batch.results) and skipped == []
     assert scene.frame_current == 7
+
+
+# -- Show Limits: what the sidebar says when little or nothing is drawn ----------------------------
+
+
+def _sidebar_labels(addon):
+    log = draw_into(addon.ui.VIEW3D_PT_sinew.draw, bpy.context)
+    return [text for kind, text, _ in log if kind == "label"]
+
+
+def test_show_limits_on_a_rigify_rig_says_its_limited_bones_are_hidden(addon):
+    """QA: Show Limits on a Rigify rig drew nothing, silently: its only IK limits are on the hidden
+    MCH knees and elbows. The sidebar says so and how to see them; shown, they are drawn."""
+    rig = _rigify_rig_in_pose_mode()
+    ld = addon.limit_drawing
+    assert _sidebar_labels(addon) == []  # Show Limits off: nothing said
+    bpy.context.scene.sinew_show_limits = True
+    try:
+        assert ld.armature_shapes(rig, R.depsgraph()) == []
+        shown, hidden = ld.limited_bones(rig)
+        assert shown == [] and {"MCH-shin_ik.L", "MCH-forearm_ik.R"} <= set(hidden)
+        labels = _sidebar_labels(addon)
+        assert labels[0] == f"{len(hidden)} bones with limits, all hidden:"
+        assert labels[1] == "their limits are not drawn"
+        assert labels[2] == f'(e.g. "{hidden[0]}": show bone collection "MCH")'
+        rig.data.collections_all["MCH"].is_visible = True
+        assert {s.bone for s, _m in ld.armature_shapes(rig, R.depsgraph())} == set(hidden)
+        assert _sidebar_labels(addon) == []
+    finally:
+        bpy.context.scene.sinew_show_limits = False
+
+
+def test_show_limits_says_when_some_limited_bones_are_hidden_or_none_has_limits(addon):
+    ob = R.make_chain(3)
+    R.activate(ob)
+    bpy.context.scene.sinew_show_limits = True
+    try:
+        assert _sidebar_labels(addon) == ["No bone has a joint limit to draw"]
+        for name in ("b01", "b02"):
+            pb = ob.pose.bones[name]
+            pb.use_ik_limit_x, pb.ik_min_x, pb.ik_max_x = True, -0.4, 1.1
+        assert _sidebar_labels(addon) == []
+        ob.data.bones["b02"].hide = True
+        assert _sidebar_labels(addon) == ["1 of 2 bones with limits hidden:", "their limits are not drawn",
+                                          '(e.g. "b02": unhide it)']
+        assert [s.bone for s, _m in addon.limit_drawing.armature_shapes(ob, R.depsgraph())] == ["b01"]
+    finally:
+        bpy.context.scene.sinew_show_limits = False
