@@ -74,6 +74,17 @@ def make_metarig():
     return ob
 
 
+def generate_rigify(meta=None):
+    """The rig Rigify generates from ``meta`` (by default the human metarig, ``make_metarig``),
+    made the active object."""
+    meta = meta or make_metarig()
+    activate(meta)
+    assert bpy.ops.pose.rigify_generate() == {'FINISHED'}
+    rig = next(o for o in bpy.data.objects if o.type == 'ARMATURE' and o != meta)
+    activate(rig)
+    return rig
+
+
 def add_empty(name, location=(0, 0, 0), parent=None):
     e = bpy.data.objects.new(name, None)
     e.empty_display_type = 'SPHERE'

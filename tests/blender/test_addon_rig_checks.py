@@ -326,11 +326,7 @@ def test_rigify_paw_with_a_copy_scale_on_its_ik_chain_bakes():
     """Rigify's quadruped rear legs (limbs.paw) carry a Copy Scale on a bone of an IK chain: the
     rig still bakes, its IK constraints switched off and the Copy Scale left as it is."""
     bpy.ops.object.armature_basic_quadruped_metarig_add()
-    meta = bpy.context.active_object
-    R.activate(meta)
-    assert bpy.ops.pose.rigify_generate() == {'FINISHED'}
-    rig = next(o for o in bpy.data.objects if o.type == 'ARMATURE' and o != meta)
-    R.activate(rig)
+    rig = R.generate_rigify(bpy.context.active_object)
     copy_scale = rig.pose.bones["MCH-shin_ik3.L"].constraints["Copy Scale"]
     assert any(c.type == 'IK' for c in rig.pose.bones["MCH-foot_ik3.L"].constraints)
     iks = [c for pb in rig.pose.bones for c in pb.constraints if c.type == 'IK' and not c.mute and c.influence > 0]

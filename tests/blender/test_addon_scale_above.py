@@ -171,11 +171,7 @@ def test_non_uniform_scale_at_one_frame_is_refused_naming_the_frame():
 def _rigify_rig_resized(scale):
     """The rig Rigify generates, resized by its ``root`` control (uniform pose scale ``scale``),
     its left foot and right hand IK controls animated over frames 1..12."""
-    meta = R.make_metarig()
-    R.activate(meta)
-    assert bpy.ops.pose.rigify_generate() == {'FINISHED'}
-    rig = next(o for o in bpy.data.objects if o.type == 'ARMATURE' and o != meta)
-    R.activate(rig)
+    rig = R.generate_rigify()
     pbs = rig.pose.bones
     pbs["root"].scale = (scale,) * 3
     for f, s in ((1, 0.0), (12, 1.0)):

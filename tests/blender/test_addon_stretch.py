@@ -145,11 +145,7 @@ def test_a_tree_stretches_by_blenders_rule(first, second, stretches):
 def _rigify_arm_past_reach(extra):
     """The Rigify-generated rig with ``hand_ik.L`` moved so that the left arm's IK target lies
     ``extra`` beyond the chain's reach, along the line from the shoulder to where it was."""
-    meta = R.make_metarig()
-    R.activate(meta)
-    assert bpy.ops.pose.rigify_generate() == {'FINISHED'}
-    rig = next(o for o in bpy.data.objects if o.type == 'ARMATURE' and o != meta)
-    R.activate(rig)
+    rig = R.generate_rigify()
     pbs = rig.pose.bones
     bpy.context.view_layer.update()
     e = rig.evaluated_get(R.depsgraph()).pose.bones

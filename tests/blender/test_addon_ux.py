@@ -430,11 +430,7 @@ def test_only_selected_bones_without_a_selected_goal_says_so():
 
 
 def _rigify_rig_in_pose_mode():
-    meta = R.make_metarig()
-    R.activate(meta)
-    assert bpy.ops.pose.rigify_generate() == {'FINISHED'}
-    rig = next(o for o in bpy.data.objects if o.type == 'ARMATURE' and o != meta)
-    R.activate(rig)
+    rig = R.generate_rigify()
     bpy.ops.object.mode_set(mode='POSE')
     return rig
 
@@ -674,6 +670,16 @@ def test_only_active_keying_set_without_rotation_keys_it_and_warns_the_pose_will
     assert _holds_after_frame_change(ob, t) > 0.1  # what the warning says: the keys put the chain back
 
 
+def _solve_with_only_insert_available():
+    """Solve IK with the Only Insert Available preference on (and off again after)."""
+    prefs = bpy.context.preferences.edit
+    prefs.use_keyframe_insert_available = True
+    try:
+        assert bpy.ops.sinew.solve() == {'FINISHED'}
+    finally:
+        prefs.use_keyframe_insert_available = False
+
+
 def test_only_insert_available_keys_only_existing_rotation_curves_and_warns(capfd):
     """Only Insert Available (Preferences > Animation): a bone with no rotation F-curve gets none
     (as Blender's auto-keying), the others are keyed, and the report names the one left unkeyed."""
@@ -681,12 +687,7 @@ def test_only_insert_available_keys_only_existing_rotation_curves_and_warns(capf
     cb = R.channelbag(ob)
     for fc in [fc for fc in cb.fcurves if fc.data_path.startswith('pose.bones["b02"]')]:
         cb.fcurves.remove(fc)
-    prefs = bpy.context.preferences.edit
-    prefs.use_keyframe_insert_available = True
-    try:
-        assert bpy.ops.sinew.solve() == {'FINISHED'}
-    finally:
-        prefs.use_keyframe_insert_available = False
+    _solve_with_only_insert_available()
     assert _keyed_at(ob, 5.0) == ["b01.rotation_quaternion", "b03.rotation_quaternion"]
     assert not any(fc.data_path.startswith('pose.bones["b02"]') for fc in cb.fcurves)
     last = capfd.readouterr().out.strip().splitlines()[-1]
@@ -696,12 +697,7 @@ def test_only_insert_available_keys_only_existing_rotation_curves_and_warns(capf
 
 def test_only_insert_available_keys_a_chain_whose_rotations_are_animated(capfd):
     ob, t = _animated_chain_at_frame_5()
-    prefs = bpy.context.preferences.edit
-    prefs.use_keyframe_insert_available = True
-    try:
-        assert bpy.ops.sinew.solve() == {'FINISHED'}
-    finally:
-        prefs.use_keyframe_insert_available = False
+    _solve_with_only_insert_available()
     assert _keyed_at(ob, 5.0) == ["b01.rotation_quaternion", "b02.rotation_quaternion", "b03.rotation_quaternion"]
     assert _holds_after_frame_change(ob, t) < TOL
     assert "not keyed" not in capfd.readouterr().out
