@@ -217,6 +217,22 @@ def evaluated_misses(problem: rig_reader.RigProblem, depsgraph, targets=None, ve
     return out
 
 
+def checked_targets(problem: rig_reader.RigProblem, depsgraph, targets, vectors):
+    """``targets`` (G, 3) and ``vectors`` (G, 3) or None, the ones solved for, with those of the
+    goals whose target follows bones the solve moved (``RigProblem.moving_targets``) re-read from
+    ``depsgraph`` after the pose was written: Blender's evaluated pose is checked against where
+    such a target is now, so a goal is not called reached while the target has moved away."""
+    if not problem.moving_targets:
+        return targets, vectors
+    now, _orients, _poles = problem.sample_goals(depsgraph)
+    targets = np.array(targets, dtype=np.float64)
+    targets[problem.moving_targets] = now[problem.moving_targets]
+    if vectors is not None:
+        vectors = np.array(vectors, dtype=np.float64)
+        vectors[problem.moving_targets] = problem.sample_vectors(depsgraph)[problem.moving_targets]
+    return targets, vectors
+
+
 def itasc_note(ob, settings: Settings) -> str | None:
     """Says how an armature set to Blender's iTaSC solver was solved (None for Standard IK)."""
     pose = ob.pose
@@ -334,9 +350,11 @@ class PendingSolve:
 
     def finish(self, depsgraph) -> SolveResult:
         sol = self.sol
-        # (Against the targets solved for: a goal moved by its influence, blend_goals.)
-        misses = evaluated_misses(self.problem, depsgraph, self.targets, self.vectors)
-        world_misses = evaluated_misses(self.problem, depsgraph, self.targets, self.vectors, world=True)
+        # (Against the targets solved for: a goal moved by its influence, blend_goals; a target
+        # that follows the bones just written, where it is now.)
+        targets, vectors = checked_targets(self.problem, depsgraph, self.targets, self.vectors)
+        misses = evaluated_misses(self.problem, depsgraph, targets, vectors)
+        world_misses = evaluated_misses(self.problem, depsgraph, targets, vectors, world=True)
         residuals = self.problem.to_armature_distances(sol.residuals, self.problem.scales_above)
         res = SolveResult(self.problem, self.rotations, np.asarray(sol.root_translation), residuals,
                           int(sol.iterations), bool(sol.reached), str(sol.stop_reason), list(self.keyed),
@@ -1381,9 +1399,12 @@ class BakeJob:
             misses = np.zeros((len(checked), ng))
             for k, f in enumerate(checked):
                 scene.frame_set(int(f))
-                # (Against the targets solved for: a goal moved by its influence, blend_goals.)
+                # (Against the targets solved for: a goal moved by its influence, blend_goals; a
+                # target that follows the bones just keyed, where it is now.)
                 at = np.searchsorted(frames, f)
-                misses[k] = evaluated_misses(p, self.view_layer.depsgraph, c["targets"][at], c["vectors"][at])
+                depsgraph = self.view_layer.depsgraph
+                misses[k] = evaluated_misses(p, depsgraph, *checked_targets(p, depsgraph, c["targets"][at],
+                                                                           c["vectors"][at]))
                 # A goal whose tree's result Blender blends with the pose before IK on this frame
                 # (a pole with influence below 1, or the IK not acting) is not meant to reach it.
                 misses[k][c["tree_blend"][at] < 1.0] = 0.0

@@ -19,7 +19,7 @@ Where goals and limits come from, per pose bone:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from mathutils import Matrix, Quaternion, Vector
@@ -62,15 +62,81 @@ class TargetRef:
 
     ob: object
     bone: str = ""
+    hidden: bool = False  # an object Blender does not evaluate, read from its channels (check_evaluated)
 
     def describe(self) -> str:
         return f'"{self.ob.name}" bone "{self.bone}"' if self.bone else f'"{self.ob.name}"'
 
     def world_matrix(self, depsgraph) -> Matrix:
+        """The target's world matrix (for a bone, its pose matrix carried to world space) as
+        ``depsgraph`` evaluates the scene; for a ``hidden`` object (``check_evaluated``), computed
+        from its own transform channels and F-curves at the scene's frame (``plain_matrix``)."""
+        if self.hidden:
+            m = plain_matrix(self.ob, depsgraph.scene)
+            if m is None:  # (check_evaluated let only plain objects through)
+                raise ReadError(f"{self.describe()} is not evaluated by Blender and is not a plain object")
+            return m
         ob_eval = self.ob.evaluated_get(depsgraph)
         if self.bone:
             return ob_eval.matrix_world @ ob_eval.pose.bones[self.bone].matrix
         return ob_eval.matrix_world.copy()
+
+
+def plain_matrix(ob, scene) -> Matrix | None:
+    """Object ``ob``'s world matrix at ``scene``'s current frame computed from its own transform
+    channels and F-curves (``pipeline.object_world_matrices``, which the bake's F-curve sampling
+    uses), without evaluating the scene; None unless ``ob`` is such a plain object (no parent, no
+    constraint in effect, no drivers, no NLA, only its own action animates it; time not
+    remapped), whose channels are then the whole truth."""
+    from .pipeline import object_world_matrices  # (pipeline builds on this module)
+
+    m = object_world_matrices(ob, [scene.frame_current_final], scene)
+    return None if m is None else Matrix(m[0].tolist())
+
+
+def not_evaluated_reason(ob) -> str:
+    """Why Blender does not evaluate object ``ob`` in the view layer, as the user would fix it."""
+    if ob.hide_viewport:
+        return f'"{ob.name}" has Disable in Viewports on (the monitor icon in the Outliner)'
+    return (f'"{ob.name}" is in no collection the view layer evaluates: its collection is excluded (the checkbox '
+            "in the Outliner) or disabled in viewports")
+
+
+def check_evaluated(goals, depsgraph) -> list[GoalSpec]:
+    """``goals`` with each target or pole object that ``depsgraph`` does not evaluate marked
+    ``hidden``, or ReadError (naming the goal's bone, the target or pole and why; nothing is
+    changed) when such an object is not plain.
+
+    Blender evaluates the objects a view layer shows (the eye icon does not matter) and what they
+    depend on, constraint targets included; a Sinew goal's target is a property, not a
+    constraint, so one disabled in viewports (the monitor icon) or in an excluded or disabled
+    collection is not evaluated, and its matrix stays where it was last shown: reading it would
+    solve for a stale place. Such a target (or pole) is read from its own channels and F-curves
+    (``plain_matrix``) when it is a plain object, which gives exactly its place; a bone, or an
+    object with a parent, constraints or drivers, is refused. A Line, Plane or Half-Space goal's
+    direction or normal is an axis of its target, read the same way. (Whether Blender evaluates an
+    object is read from ``depsgraph.ids``, which leaves out an object evaluated only as a visible
+    object's parent: such a target is refused too, safely.)"""
+    evaluated = {i.original.as_pointer() for i in depsgraph.ids}
+    out = []
+    for g in goals:
+        refs = {}
+        for ref, what in ((g.target, "target"), (g.pole, "pole target")):
+            if ref is None or ref.ob.as_pointer() in evaluated:
+                continue
+            if not ref.bone and plain_matrix(ref.ob, depsgraph.scene) is not None:
+                refs["target" if what == "target" else "pole"] = replace(ref, hidden=True)
+                continue
+            goal = "Sinew goal" if g.tree < 0 else f'IK constraint "{g.constraint}"'
+            plain = ("" if ref.bone else " (Sinew reads a hidden target only when it is a plain object: no parent, no "
+                     "constraints, no drivers, animated only by its own keys)")
+            raise ReadError(
+                f'Bone "{g.owner or g.bone}": the {goal}\'s {what} {ref.describe()} is not evaluated by Blender '
+                f"({not_evaluated_reason(ref.ob)}), so Sinew cannot know where it is{plain}. Enable it in viewports "
+                "or include its collection (hiding it with the eye icon instead is fine: Blender still evaluates it), "
+                "or use a Blender IK constraint, whose targets Blender evaluates; nothing was changed")
+        out.append(replace(g, **refs) if refs else g)
+    return out
 
 
 # Sinew goal kinds (properties.GOAL_KINDS) by the engine's names. Line, Plane and Half-Space
@@ -351,7 +417,9 @@ def read_goals(ob, enforce=None) -> tuple[list[GoalSpec], list[tuple[str, str]],
     (default ``constraint_enforce``: now; a bake passes each one's largest over its range, so a
     constraint with influence at any frame of it is a goal, ``ik_trees``).
 
-    Raises ReadError for a Sinew goal without a usable target.
+    Raises ReadError for a Sinew goal without a usable target, and for one whose target is a bone
+    of its own chain (``goal_chain``: the effector and the bones above it that it moves), as
+    Blender's IK skips a constraint targeting its own bone.
     """
     enforce = enforce or (lambda _pb, c: constraint_enforce(c))
     goals: list[GoalSpec] = []
@@ -381,6 +449,12 @@ def read_goals(ob, enforce=None) -> tuple[list[GoalSpec], list[tuple[str, str]],
                 owner=pb.name, kind=kind,
                 axis=s.aim_axis if kind == "aim" else (s.goal_axis if kind in TARGET_AXIS_KINDS else ""),
             ))
+            chain = goal_chain(ob, goals[-1])
+            if target.ob == ob and target.bone in chain:
+                which = "its own bone" if target.bone == pb.name else f'bone "{target.bone}" of its own chain'
+                raise ReadError(f'Bone "{pb.name}": the Sinew goal targets {which}, which the solve moves, so the '
+                                "target would move with the chain it pulls (Blender's IK refuses the same): pick a "
+                                "bone outside the chain, another object, or shorten the chain; nothing was changed")
             # Blender IK on the same bone would fight the Sinew result: it is replaced too.
             replaced += [(pb.name, c.name) for c in ik_constraints if enforce(pb, c) > 0.0]
             continue
@@ -629,6 +703,9 @@ class RigProblem:
     # A bake's: every constraint's influence at each frame of its range (ConstraintInfluences);
     # None when read for the current frame (Solve IK), whose influences the goals hold.
     influences: ConstraintInfluences | None = None
+    # Sinew goals whose target is a bone of this armature that follows bones the solve moves:
+    # the solve aims at where it was before; the check of Blender's evaluated pose re-reads it.
+    moving_targets: list[int] = field(default_factory=list)
 
     @property
     def index(self) -> dict[str, int]:
@@ -1393,6 +1470,7 @@ def read(ob, *, need_goals: bool = True, depsgraph=None, only_selected: bool = F
         if not lim.is_free:
             problem.limits[name] = lim
     depsgraph = depsgraph or bpy.context.evaluated_depsgraph_get()
+    problem.goals = goals = check_evaluated(goals, depsgraph)
     ob_eval = ob.evaluated_get(depsgraph)
     problem.rest = problem.rest_for(ob_eval.pose.bones, ob.pose.bones)
     problem.scales_above = problem.anchor_scales(ob_eval.pose.bones)
@@ -1408,7 +1486,7 @@ def read(ob, *, need_goals: bool = True, depsgraph=None, only_selected: bool = F
             warnings.append(f'Bone "{name}" is scaled in the pose; Sinew ignores pose scale')
         if any(c.type != 'IK' and not cannot_act(c) for c in pb.constraints):
             warnings.append(f'Bone "{name}" has constraints besides IK; they act on top of the Sinew pose')
-    for g in goals:
+    for i, g in enumerate(goals):
         for ref in (g.target, g.pole):
             if ref is not None and ref.ob == ob and ref.bone:
                 b = bones[ref.bone]
@@ -1417,6 +1495,8 @@ def read(ob, *, need_goals: bool = True, depsgraph=None, only_selected: bool = F
                 if b is not None:
                     warnings.append(f'Bone "{g.bone}": target bone "{ref.bone}" follows bones Sinew moves; '
                                     "its position is taken from before the solve")
+                    if ref is g.target and g.tree < 0:  # (a Sinew goal: its influence is 1)
+                        problem.moving_targets.append(i)
     return problem
 
 

@@ -1,0 +1,199 @@
+"""Sinew goal targets Blender does not evaluate, and targets the solve itself moves.
+
+A Sinew goal's target is a property, not a constraint, so Blender does not evaluate a target that
+is disabled in viewports or in an excluded collection: its matrix stays where it was last shown.
+Sinew never solves for such a stale place: a plain object (no parent, constraints or drivers) is
+read from its own channels and F-curves and followed exactly; anything else is refused by name,
+changing nothing. A Sinew goal aimed at a bone of its own chain is refused; one aimed at a bone
+that follows the chain is never reported as reached when Blender's pose misses where that bone
+ends up."""
+
+import bpy
+import pytest
+from mathutils import Vector
+
+import sinew_rigs as R
+
+TOL = 1e-3
+
+
+def _path(f):
+    """The animated parent's (or plain Empty's) keys: 0.5 m along Y from frame 1 to frame 20."""
+    return Vector((0.6, 0.5 * (f - 1) / 19, 0.9))
+
+
+TRUTH = {}  # frame -> the target's world location, read while it was shown (_rig_with_target)
+
+
+def _rig_with_target(parented, hide):
+    sc = bpy.context.scene
+    sc.frame_start, sc.frame_end = 1, 20
+    ob = R.make_chain(3, 0.5, "Ch")
+    for pb in ob.pose.bones:
+        pb.rotation_mode = 'QUATERNION'
+    t = R.add_empty("T")
+    moving = R.add_empty("Par") if parented else t
+    if parented:
+        t.parent = moving
+    R.key_locations(moving, {f: _path(f) for f in (1, 20)})
+    for f in range(1, 21):
+        sc.frame_set(f)
+        TRUTH[f] = R.world_location(t)
+    sc.frame_set(1)
+    hidden = [t, moving] if parented else [t]
+    if hide == "hide_viewport":
+        for o in hidden:
+            o.hide_viewport = True
+    elif hide == "exclude":  # an excluded collection
+        coll = bpy.data.collections.new("Hidden")
+        sc.collection.children.link(coll)
+        for o in hidden:
+            sc.collection.objects.unlink(o)
+            coll.objects.link(o)
+        bpy.context.view_layer.layer_collection.children["Hidden"].exclude = True
+    R.activate(ob)
+    return ob, t
+
+
+def _refused(ob, pattern):
+    snap = R.pose_snapshot(ob)
+    bpy.context.scene.frame_set(15)
+    for op, kw in ((bpy.ops.sinew.solve, {}), (bpy.ops.sinew.bake, dict(frame_start=1, frame_end=20))):
+        with pytest.raises(RuntimeError, match=pattern):
+            op(**kw)
+        assert R.pose_snapshot(ob) == snap
+        assert ob.animation_data is None
+
+
+@pytest.mark.parametrize("hide", ["hide_viewport", "exclude"])
+def test_a_hidden_target_that_follows_a_parent_is_refused_by_name(hide):
+    ob, t = _rig_with_target(parented=True, hide=hide)
+    R.set_goal(ob, "b02", t, chain_length=3)
+    why = "Disable in Viewports on" if hide == "hide_viewport" else "its collection is excluded"
+    _refused(ob, rf'Bone "b02": the Sinew goal\'s target "T" is not evaluated by Blender \(.*{why}.*'
+                 r"Enable it in viewports or include its collection.*Blender IK constraint.*nothing was changed")
+
+
+def test_a_bone_of_a_hidden_armature_as_target_is_refused():
+    ob = R.make_chain(3, 0.5, "Ch")
+    mocap = R.make_chain(2, 0.5, "Mocap")
+    mocap.location = (0.5, 0, 0)
+    mocap.hide_viewport = True
+    R.set_goal(ob, "b02", mocap, subtarget="b01", chain_length=3)
+    R.activate(ob)
+    _refused(ob, r'Bone "b02": the Sinew goal\'s target "Mocap" bone "b01" is not evaluated by Blender')
+
+
+def test_a_hidden_pole_that_follows_a_parent_is_refused():
+    ob = R.make_chain(3, 0.5, "Ch")
+    t = R.add_empty("T", (0.6, 0.2, 0.9))
+    par = R.add_empty("PolePar", (1, 0, 0.5))
+    pole = R.add_empty("Pole", (0, -1, 0), parent=par)
+    pole.hide_viewport = True
+    R.set_goal(ob, "b02", t, chain_length=3, pole_target=pole)
+    R.activate(ob)
+    _refused(ob, r'Bone "b02": the Sinew goal\'s pole target "Pole" is not evaluated by Blender')
+
+
+def test_a_hidden_plane_target_that_follows_a_parent_is_refused():
+    """A Plane goal's normal is an axis of its target: read, and refused, the same way."""
+    ob, t = _rig_with_target(parented=True, hide="hide_viewport")
+    R.set_goal(ob, "b02", t, chain_length=3, goal_kind='PLANE')
+    _refused(ob, r'Bone "b02": the Sinew goal\'s target "T" is not evaluated by Blender')
+
+
+@pytest.mark.parametrize("hide", ["hide_viewport", "exclude"])
+def test_a_hidden_plain_keyed_empty_is_followed_by_solve_and_bake(hide, capfd):
+    """A plain object's channels and F-curves are its whole truth: Solve IK at frame 15 and a
+    bake reach where it is at each frame, not where it was last shown (frame 1)."""
+    ob, t = _rig_with_target(parented=False, hide=hide)
+    R.set_goal(ob, "b02", t, chain_length=3)
+    sc = bpy.context.scene
+    sc.frame_set(15)
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    assert (R.world_tail(ob, "b02") - TRUTH[15]).length < TOL
+    assert (TRUTH[15] - TRUTH[1]).length > 0.3  # (where it was last shown is far off)
+    assert "Sinew: 1 goal reached" in capfd.readouterr().out
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=20) == {'FINISHED'}
+    for f in range(1, 21):
+        sc.frame_set(f)
+        assert (R.world_tail(ob, "b02") - TRUTH[f]).length < TOL, f
+
+
+def test_a_hidden_plain_empty_moved_while_hidden_is_followed():
+    """Its matrix is not updated while hidden; its location is, and that is what Sinew reads."""
+    ob = R.make_chain(3, 0.5, "Ch")
+    t = R.add_empty("T", (0.6, 0.0, 0.9))
+    t.hide_viewport = True
+    R.depsgraph()
+    t.location = (0.5, 0.3, 1.0)
+    R.set_goal(ob, "b02", t, chain_length=3)
+    R.activate(ob)
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    assert (R.world_tail(ob, "b02") - Vector((0.5, 0.3, 1.0))).length < TOL
+
+
+def test_eye_hidden_parented_target_is_evaluated_and_followed():
+    """Hidden with the eye icon, Blender still evaluates it: nothing to refuse."""
+    ob, t = _rig_with_target(parented=True, hide="none")
+    for o in (t, t.parent):
+        o.hide_set(True)
+    R.set_goal(ob, "b02", t, chain_length=3)
+    bpy.context.scene.frame_set(15)
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    assert (R.world_tail(ob, "b02") - TRUTH[15]).length < TOL
+
+
+# -- targets the solve moves -------------------------------------------------------------------
+
+
+def _chain_with_extra_bones():
+    ob = R.make_chain(4, 0.4, "Ch")
+    R.activate(ob)
+    bpy.ops.object.mode_set(mode='EDIT')
+    c = ob.data.edit_bones.new("ctrl")
+    c.head, c.tail = (0.5, 0, 1.0), (0.5, 0, 1.2)
+    k = ob.data.edit_bones.new("kid")
+    k.head, k.tail = (0.3, 0, 0.6), (0.3, 0, 0.8)
+    k.parent = ob.data.edit_bones["b01"]
+    bpy.ops.object.mode_set(mode='POSE')
+    for pb in ob.pose.bones:
+        pb.rotation_mode = 'QUATERNION'
+    return ob
+
+
+@pytest.mark.parametrize("sub, which", [("b03", "its own bone"), ("b02", 'bone "b02" of its own chain')])
+def test_a_sinew_goal_aimed_at_its_own_chain_is_refused(sub, which):
+    ob = _chain_with_extra_bones()
+    R.set_goal(ob, "b03", ob, subtarget=sub, chain_length=3)
+    snap = R.pose_snapshot(ob)
+    for op in (bpy.ops.sinew.solve, bpy.ops.sinew.bake):
+        with pytest.raises(RuntimeError, match=rf'Bone "b03": the Sinew goal targets {which}, which the solve moves'
+                                               r".*nothing was changed"):
+            op()
+        assert R.pose_snapshot(ob) == snap and ob.animation_data is None
+
+
+def test_a_target_that_follows_the_chain_is_not_called_reached(capfd):
+    """"kid" hangs from b01, which the goal moves: solved for where kid was, and Blender's pose
+    is measured against where kid is after the solve, so the miss is reported, never "reached"."""
+    ob = _chain_with_extra_bones()
+    R.set_goal(ob, "b03", ob, subtarget="kid", chain_length=3)
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    out = capfd.readouterr().out
+    assert 'target bone "kid" follows bones Sinew moves' in out
+    miss = (R.world_tail(ob, "b03") - R.world_head(ob, "kid")).length
+    assert miss > 0.05
+    assert "goal reached" not in out and 'bone "b03" misses its target by' in out, out
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=3) == {'FINISHED'}
+    out = capfd.readouterr().out
+    assert "reached on every frame" not in out, out
+    assert 'bone "b03" misses in Blender\'s evaluated pose' in out, out
+
+
+def test_a_free_bone_of_the_same_armature_is_still_a_target(capfd):
+    ob = _chain_with_extra_bones()
+    R.set_goal(ob, "b03", ob, subtarget="ctrl", chain_length=3)
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    assert (R.world_tail(ob, "b03") - R.world_head(ob, "ctrl")).length < TOL
+    assert "Sinew: 1 goal reached" in capfd.readouterr().out
