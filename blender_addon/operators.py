@@ -410,6 +410,32 @@ class SINEW_OT_bake(_SolverProps, bpy.types.Operator):
                                                 chunk=chunk)
         return pipeline.BakeBatch(jobs), skipped
 
+    # Share of the progress bar for reading the constraints' influences frame by frame (when a
+    # driver or NLA strip animates them); the bake itself gets the rest.
+    READ_SHARE = 0.3
+
+    def _modal_steps(self, context, obs):
+        """The whole modal bake as one generator of progress in [0, 1]: reading the influences
+        (``pipeline.bake_jobs_steps``, which may step every frame), then the batch's steps. Sets
+        ``self._job`` and ``self._skipped`` once the jobs are made. Closing it (Esc) leaves the
+        scene as it was (the reading puts the frame and pose back; ``modal`` cancels the batch)."""
+        start, end = self._range(context)
+        reading = pipeline.bake_jobs_steps(context, obs, start, end, self.settings(), new_action=self.new_action,
+                                           only_moved=self.only_moved, keep_constraints=self.keep_constraints,
+                                           chunk=10)
+        share = 0.0
+        while True:
+            try:
+                progress = next(reading)
+            except StopIteration as done:
+                jobs, self._skipped = done.value
+                break
+            share = self.READ_SHARE
+            yield share * progress
+        self._job = pipeline.BakeBatch(jobs)
+        for progress in self._job.steps():
+            yield share + (1.0 - share) * progress
+
     def invoke(self, context, event):
         # As Bake Action: a dialog with the range (the scene's) and the options; baking starts on OK.
         self._range(context)
@@ -423,10 +449,10 @@ class SINEW_OT_bake(_SolverProps, bpy.types.Operator):
         if obs is None:
             return {'CANCELLED'}
         modal = self.options.is_invoke and context.window is not None and not bpy.app.background
+        if modal:
+            return self._start_modal(context, obs)
         try:
-            batch, skipped = self._make_batch(context, obs, chunk=10 if modal else 0)
-            if modal:
-                return self._start_modal(context, batch, skipped)
+            batch, skipped = self._make_batch(context, obs)
             batch.run()
         except ReadError as ex:
             self.report({'ERROR'}, str(ex))
@@ -475,10 +501,11 @@ class SINEW_OT_bake(_SolverProps, bpy.types.Operator):
             self.report({'INFO'}, f"Sinew baked {len(jobs)} armatures ({names}) over frames {int(r0.frames[0])} to "
                                   f"{int(r0.frames[-1])} in {sum(job.result.seconds for job in jobs):.2f} s: {what}")
 
-    def _start_modal(self, context, batch, skipped):
-        self._job = batch
-        self._skipped = skipped
-        self._gen = batch.steps()
+    def _start_modal(self, context, obs):
+        """Starts the bake in the modal loop, progress bar up at once: everything that may step
+        frames (reading the influences, sampling, solving) runs in its steps."""
+        self._job, self._skipped = None, []
+        self._gen = self._modal_steps(context, obs)
         wm = context.window_manager
         self._timer = wm.event_timer_add(0.01, window=context.window)
         wm.progress_begin(0, 100)
@@ -497,7 +524,8 @@ class SINEW_OT_bake(_SolverProps, bpy.types.Operator):
     def modal(self, context, event):
         if event.type == 'ESC':
             self._gen.close()
-            self._job.cancel()
+            if self._job is not None:
+                self._job.cancel()
             self._cleanup(context)
             self.report({'WARNING'}, "Sinew bake cancelled; nothing was changed")
             return {'CANCELLED'}
@@ -516,7 +544,7 @@ class SINEW_OT_bake(_SolverProps, bpy.types.Operator):
             return _failed(self, ex)
         context.window_manager.progress_update(int(progress * 100))
         context.workspace.status_text_set(f"Sinew: baking… {progress * 100:.0f}% (Esc to cancel)")
-        if self._job.done:
+        if self._job is not None and self._job.done:
             self._cleanup(context)
             self._finish(self._job, self._skipped)
             return {'FINISHED'}

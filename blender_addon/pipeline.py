@@ -913,15 +913,49 @@ def _unescape(name: str) -> str:
     return re.sub(r'\\(.)', r'\1', name)
 
 
+def _influence_relevant(ob) -> set:
+    """The constraints (bone, constraint name) of armature ``ob`` whose influence a bake reads:
+    every IK constraint (goals, IK trees, ``rig_reader.check_trees_per_frame``) and every
+    constraint of a bone inside some IK constraint's chain (``rig_reader.check_ik_chain_constraints``).
+    The influence of any other constraint is never read, so an animated one needs no sampling."""
+    pbs = ob.pose.bones
+    chain_bones = set()
+    for pb in pbs:
+        for c in pb.constraints:
+            if c.type != 'IK':
+                continue
+            b, n = pb, 0
+            while b is not None and (c.chain_count == 0 or n <= c.chain_count):  # (a superset: safe)
+                chain_bones.add(b.name)
+                b, n = b.parent, n + 1
+    return {(pb.name, c.name) for pb in pbs for c in pb.constraints
+            if c.type == 'IK' or pb.name in chain_bones}
+
+
 def constraint_influences(ob, frames, scene, view_layer) -> rig_reader.ConstraintInfluences:
+    """``constraint_influences_steps`` run to the end (blocking)."""
+    gen = constraint_influences_steps(ob, frames, scene, view_layer)
+    while True:
+        try:
+            next(gen)
+        except StopIteration as done:
+            return done.value
+
+
+def constraint_influences_steps(ob, frames, scene, view_layer, chunk: int = 10):
     """Every constraint of armature ``ob``'s pose bones: its influence as Blender applies it (0
-    while muted, ``rig_reader.constraint_enforce``) at each of ``frames``. A constraint whose
-    influence and mute nothing animates keeps its value now, for every frame (nothing stepped:
-    the bake of a rig without such animation is not slowed); when only the object's own action
-    animates them, they are read from its F-curves as Blender evaluates them (an influence
-    clamped to [0, 1], a mute on from 0.5); when a driver or an NLA strip may, every frame is
-    stepped (``scene.frame_set``) and the evaluated constraints read, then the frame and the
-    armature's pose are put back. Changes nothing."""
+    while muted, ``rig_reader.constraint_enforce``) at each of ``frames``, as a generator: it
+    yields progress in [0, 1] and returns the ``rig_reader.ConstraintInfluences``.
+
+    Only the constraints a bake reads (``_influence_relevant``: IK constraints and the
+    constraints of bones in IK chains) are sampled; every other one, and one whose influence and
+    mute nothing animates, keeps its value now for every frame (nothing stepped, nothing
+    yielded: the bake of a rig without such animation is not slowed). When only the object's own
+    action animates them, they are read from its F-curves as Blender evaluates them (an
+    influence clamped to [0, 1], a mute on from 0.5); when a driver or an NLA strip may, every
+    frame is stepped (``scene.frame_set``) and the evaluated constraints read, yielding every
+    ``chunk`` frames. The frame and the armature's pose are put back at the end, and also when
+    the generator is closed early (Esc) or fails. Changes nothing."""
     frames = np.asarray(frames)
     nf = len(frames)
     keys_ = [(pb.name, c.name) for pb in ob.pose.bones for c in pb.constraints]
@@ -929,7 +963,9 @@ def constraint_influences(ob, frames, scene, view_layer) -> rig_reader.Constrain
     values = np.zeros((nf, len(keys_)))
     now = [rig_reader.constraint_enforce(c) for pb in ob.pose.bones for c in pb.constraints]
     values[:] = now
-    animated = [k for k in _animated_constraints(ob) if k in columns]
+    animated = _animated_constraints(ob)
+    if animated:
+        animated = [k for k in animated & _influence_relevant(ob) if k in columns]
     if not animated:
         return rig_reader.ConstraintInfluences(frames, columns, values)
     curves = action_fcurves(ob)
@@ -948,6 +984,7 @@ def constraint_influences(ob, frames, scene, view_layer) -> rig_reader.Constrain
                 mute = fcurve_samples(by_path[base + "mute"], fl) >= 0.5
             values[:, columns[(bone, name)]] = np.where(mute, 0.0, np.clip(influence, 0.0, 1.0))
         return rig_reader.ConstraintInfluences(frames, columns, values)
+    chunk = max(1, int(chunk))
     saved_frame, saved_pose = (scene.frame_current, scene.frame_subframe), _snapshot_pose(ob)
     try:
         for k, f in enumerate(frames):
@@ -955,10 +992,13 @@ def constraint_influences(ob, frames, scene, view_layer) -> rig_reader.Constrain
             pbs = ob.evaluated_get(view_layer.depsgraph).pose.bones
             for bone, name in animated:
                 values[k, columns[(bone, name)]] = rig_reader.constraint_enforce(pbs[bone].constraints[name])
+            if (k + 1) % chunk == 0 and k + 1 < nf:
+                yield (k + 1) / nf
     finally:
         scene.frame_set(saved_frame[0], subframe=saved_frame[1])
         _restore_pose(ob, saved_pose)
         view_layer.update()
+    yield 1.0
     return rig_reader.ConstraintInfluences(frames, columns, values)
 
 
@@ -1043,6 +1083,8 @@ class BakeResult:
     miss_slack: np.ndarray | None = None  # (G,) how far the reduction may move each effector
     scales: np.ndarray | None = None  # (F, N) pose scales keyed (each bone's length over its parent's), if it stretches
     influence_note: str = ""       # which goals' IK influence the range animates (influence_note)
+    read_seconds: float = 0.0      # reading the rig and its constraints' influences over the range
+
 
     def goal_report(self) -> str:
         """Per goal, its worst frame: distance and, for a goal with an orientation, the angle."""
@@ -1050,7 +1092,8 @@ class BakeResult:
 
     @property
     def seconds(self):
-        return self.sample_seconds + self.solve_seconds + self.write_seconds + self.verify_seconds
+        """The whole bake: reading the rig, sampling, solving, writing and measuring."""
+        return self.read_seconds + self.sample_seconds + self.solve_seconds + self.write_seconds + self.verify_seconds
 
     @property
     def blender_misses(self) -> list:
@@ -1080,6 +1123,13 @@ class BakeJob:
     ``run()`` does it all at once; ``cancel()`` puts the frame and pose back (nothing else has
     been written before the last step).
 
+    ``influences``: the constraints' influences over the range, as ``constraint_influences``
+    reads them (``bake_jobs_steps`` reads them in steps, with progress, before making the job);
+    by default the constructor reads them, stepping the frames when a driver or NLA strip animates
+    one (blocking). ``read_seconds``: time already spent reading them, counted in the result's
+    ``seconds``. A range whose estimated memory is above ``MAX_BAKE_BYTES`` is refused
+    (``check_bake_size``) before anything is read frame by frame.
+
     ``sampling``: "auto" samples plain F-curve-animated targets from their F-curves when the
     armature's pose is static over the range (see ``sample_goals_from_fcurves`` and
     ``pose_is_static``) and steps the frames otherwise; "frames" always steps the frames.
@@ -1092,7 +1142,9 @@ class BakeJob:
 
     def __init__(self, context, ob, frame_start: int, frame_end: int, settings: Settings, *,
                  new_action: bool = True, only_moved: bool = True, keep_constraints: bool = False,
-                 chunk: int = 0, sampling: str = "auto", verify: bool = True):
+                 chunk: int = 0, sampling: str = "auto", verify: bool = True, influences=None,
+                 read_seconds: float = 0.0):
+        t0 = time.perf_counter()
         if sampling not in ("auto", "frames"):
             raise ValueError(f"sampling must be 'auto' or 'frames', not {sampling!r}")
         if frame_end < frame_start:
@@ -1100,11 +1152,14 @@ class BakeJob:
         check_time_not_stretched(context.scene)
         check_editable(ob)
         keys.check_action_writable(ob, new_action)
+        check_bake_size(ob, frame_start, frame_end)
         # Each constraint's influence at every frame: a goal whose IK constraint has influence
         # at some frame of the range is baked, each frame with its own influence.
         frames = np.arange(int(frame_start), int(frame_end) + 1)
-        influences = constraint_influences(ob, frames, context.scene, context.view_layer)
+        if influences is None:
+            influences = constraint_influences(ob, frames, context.scene, context.view_layer)
         self.problem = rig_reader.read(ob, only_selected=settings.only_selected, influences=influences)
+        check_bake_size(ob, frame_start, frame_end, self.problem, only_moved)
         root_bone = self.problem.root_bone
         if settings.root == "free" and root_bone is not None and not ob.data.bones[root_bone].use_local_location:
             raise ReadError(f'Bone "{root_bone}": Local Location is off (Bone properties > Relations), so Sinew '
@@ -1128,6 +1183,7 @@ class BakeJob:
         self.done = False
         self._saved_frame = (self.scene.frame_current, self.scene.frame_subframe)
         self._saved_pose = _snapshot_pose(ob)
+        self.read_seconds = float(read_seconds) + time.perf_counter() - t0
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -1186,7 +1242,9 @@ class BakeJob:
         orients = np.zeros((nf, ng, 4))
         poles = np.zeros((nf, ng, 3))
         vectors = np.zeros((nf, ng, 3))  # the goals' kind vectors (RigProblem.sample_vectors)
-        rests = np.zeros((nf, nb, 4, 4))
+        # The engine rest per frame, one array shared by consecutive frames where it is the same
+        # (it changes only with the pose above the chains): not a copy per frame.
+        rest_list = []
         above = np.ones((nf, nb))  # the roots' scales (RigProblem.anchor_scales), per frame
         root_loc = np.zeros((nf, 3))
         moved_set = set(moved)
@@ -1218,7 +1276,8 @@ class BakeJob:
                 targets[k], orients[k], poles[k] = p.sample_goals(depsgraph)
                 vectors[k] = p.sample_vectors(depsgraph)
             pbs = ob.evaluated_get(depsgraph).pose.bones
-            rests[k] = p.rest_for(pbs, pbs)
+            rest = p.rest_for(pbs, pbs)
+            rest_list.append(rest_list[-1] if rest_list and np.array_equal(rest, rest_list[-1]) else rest)
             above[k] = p.anchor_scales(pbs, frame=int(f))
             if k == 0:
                 start_pose, start_root = p.pose_from_bones(pbs)
@@ -1238,7 +1297,8 @@ class BakeJob:
             # The pose does not change over the range: the first frame's holds for all. Only the
             # moved bones' rotations may be animated (pose_is_static): read from their F-curves.
             targets[:], orients[:], poles[:], vectors[:] = fast
-            rests[1:], root_loc[1:], conn_rot[1:] = rests[0], root_loc[0], conn_rot[0]
+            rest_list *= nf
+            root_loc[1:], conn_rot[1:] = root_loc[0], conn_rot[0]
             for values in others_values.values():
                 values[1:] = values[0]
             above[1:] = above[0]
@@ -1247,6 +1307,11 @@ class BakeJob:
                 raise ReadError("Could not read the moved bones' keys from the action")
             moved_rot[:] = fk
             yield 0.5
+        # (F, N, 4, 4) rests: where the pose above the chains does not change, a read-only view of
+        # the one array (no memory per frame).
+        static_rest = all(r is rest_list[0] for r in rest_list)
+        rests = np.broadcast_to(rest_list[0], (nf, nb, 4, 4)) if static_rest else np.stack(rest_list)
+        del rest_list
         p.check_samples(targets, orients, poles, [int(f) for f in frames])
         p.check_vectors(vectors, [int(f) for f in frames])
         # From here on, points are in the goals' engine frames (the scale of the bones above the
@@ -1280,7 +1345,7 @@ class BakeJob:
         # (``root_rests``) where nothing else moves relative to its parent; else a rig a frame.
         root_rests = None
         per_frame = False
-        if np.any(np.abs(rests - rests[0]) > 1e-6):
+        if not static_rest and np.any(np.abs(rests - rests[0]) > 1e-6):
             root_rests = p.root_rests(rests)
             per_frame = root_rests is None
         if conn and np.any(np.abs(np.einsum("fci,ci->fc", conn_rot, conn_rot[0])) < 1.0 - 1e-12):
@@ -1417,7 +1482,7 @@ class BakeJob:
                                  c["sample_s"], c["solve_s"], c["write_s"], list(p.warnings), c["sampling"], c["note"],
                                  self.settings.tolerance, checked, misses, verify_s, c["orientation_residuals"],
                                  c["references"], p, c["reduction"], self._miss_slack(c), c["local_scales"],
-                                 influence_note(p, frames, c["influence"], c["tree_blend"]))
+                                 influence_note(p, frames, c["influence"], c["tree_blend"]), self.read_seconds)
 
     def _miss_slack(self, c):
         """(G,) how far the key reduction may move each effector (``key_reduction.effector_slack``),
@@ -1562,8 +1627,82 @@ def influence_note(problem, frames, influence, tree_blend) -> str:
 def make_bake_jobs(context, obs, frame_start: int, frame_end: int, settings: Settings, **kw):
     """A BakeJob for every armature of ``obs`` that has goals to bake: (jobs, skipped), as
     ``solve_poses`` decides (with several armatures one without goals is skipped and named in
-    ``skipped``; otherwise NoGoalsError). Reads everything first: changes nothing."""
-    return _read_each(obs, lambda ob: BakeJob(context, ob, frame_start, frame_end, settings, **kw), "bake")
+    ``skipped``; otherwise NoGoalsError). Reads everything first: changes nothing. Blocking:
+    ``bake_jobs_steps`` is the same in steps."""
+    gen = bake_jobs_steps(context, obs, frame_start, frame_end, settings, **kw)
+    while True:
+        try:
+            next(gen)
+        except StopIteration as done:
+            return done.value
+
+
+def bake_jobs_steps(context, obs, frame_start: int, frame_end: int, settings: Settings, **kw):
+    """``make_bake_jobs`` as a generator: reads each armature's constraint influences over the
+    range (``constraint_influences_steps``: stepping the frames, in chunks of ``kw["chunk"]``,
+    only when a driver or NLA strip animates the influence or mute of a constraint the bake
+    reads), yielding progress in [0, 1] meanwhile (nothing when no frame is stepped), then makes
+    the jobs and returns (jobs, skipped). Closing it early (Esc) puts the frame and pose back;
+    it changes nothing. A range too large (``check_bake_size``) is refused before any stepping."""
+    frames = np.arange(int(frame_start), int(frame_end) + 1)
+    chunk = kw.get("chunk") or 10
+    read = {}
+    n = len(obs)
+    for i, ob in enumerate(obs):
+        t0 = time.perf_counter()
+        if ob.type == 'ARMATURE' and frame_end >= frame_start:
+            try:
+                check_bake_size(ob, frame_start, frame_end)
+            except ReadError as ex:
+                raise _armature_error(ob, ex, n > 1) from ex
+            gen = constraint_influences_steps(ob, frames, context.scene, context.view_layer, chunk)
+            while True:
+                try:
+                    progress = next(gen)
+                except StopIteration as done:
+                    read[ob.name] = (done.value, time.perf_counter() - t0)
+                    break
+                yield (i + progress) / n
+    return _read_each(obs, lambda ob: BakeJob(context, ob, frame_start, frame_end, settings, **kw,
+                                              influences=read.get(ob.name, (None, 0.0))[0],
+                                              read_seconds=read.get(ob.name, (None, 0.0))[1]), "bake")
+
+
+# Largest memory a bake may need (``check_bake_size``), and the bytes counted per frame: per
+# engine bone (the solved, reference and keyed rotations, scales; its keys in Blender), per goal
+# (targets, orientations, poles, residuals), per other bone keyed (Only Moved Bones off), per
+# constraint (its influence) and per armature bone before the rig is read.
+MAX_BAKE_BYTES = 4 << 30
+BYTES_PER_BONE_FRAME = 600
+BYTES_PER_GOAL_FRAME = 200
+BYTES_PER_OTHER_FRAME = 300
+BYTES_PER_CONSTRAINT_FRAME = 8
+
+
+def bake_size_estimate(ob, frame_start: int, frame_end: int, problem=None, only_moved: bool = True) -> int:
+    """A rough estimate of the memory (bytes) baking armature ``ob`` over the range needs: with
+    the rig read (``problem``), from its engine bones, goals and (``only_moved`` off) the other
+    bones keyed; before it (``problem`` None), only what reading the constraints' influences
+    frame by frame holds, a lower bound."""
+    nf = max(0, int(frame_end) - int(frame_start) + 1)
+    n_cons = sum(len(pb.constraints) for pb in ob.pose.bones)
+    per_frame = BYTES_PER_CONSTRAINT_FRAME * n_cons
+    if problem is not None:
+        per_frame += BYTES_PER_BONE_FRAME * len(problem.names) + BYTES_PER_GOAL_FRAME * len(problem.goals)
+        if not only_moved:
+            per_frame += BYTES_PER_OTHER_FRAME * (len(ob.data.bones) - len(problem.moved_bones))
+    return nf * per_frame
+
+
+def check_bake_size(ob, frame_start: int, frame_end: int, problem=None, only_moved: bool = True) -> None:
+    """Refuses (ReadError with the estimate and the range) a bake whose ``bake_size_estimate`` is
+    above ``MAX_BAKE_BYTES`` (a huge End Frame typed by mistake), before anything is sampled."""
+    need = bake_size_estimate(ob, frame_start, frame_end, problem, only_moved)
+    if need > MAX_BAKE_BYTES:
+        nf = int(frame_end) - int(frame_start) + 1
+        raise ReadError(f"Baking frames {int(frame_start)} to {int(frame_end)} ({nf} frames) would need about "
+                        f"{need / (1 << 30):.1f} GB of memory (at most {MAX_BAKE_BYTES / (1 << 30):.0f} GB): "
+                        "bake a shorter range, or the range in parts; nothing was changed")
 
 
 def bake_goal_results(r: BakeResult) -> list[dict]:
