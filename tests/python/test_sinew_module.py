@@ -145,3 +145,12 @@ def test_package_docstring_example_runs():
 
     result = doctest.testmod(sinew)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_every_public_function_has_its_own_docstring():
+    """Each function's help says what it does (a doc comment once sat above the wrong function:
+    ``methods`` showed ``analyze``'s text and ``analyze`` had none)."""
+    assert sinew.methods.__doc__.startswith("The names of the IK methods")
+    assert sinew.analyze.__doc__.startswith("The chain structure of `goals`")
+    for name in ("methods", "analyze", "load_problem"):
+        assert getattr(sinew, name).__doc__, name

@@ -16,7 +16,7 @@
 use std::io::{Read, Write};
 use std::process::ExitCode;
 
-use sinew::format::{FORMAT, ProblemFile};
+use sinew::format::ProblemFile;
 use sinew::{LoadedProblem, Method, RootMode, SolutionFile};
 
 const USAGE: &str = "\
@@ -153,12 +153,11 @@ fn load(path: &str) -> Result<LoadedProblem, Failure> {
         let msg = msg.split(" at line ").next().unwrap_or(&msg);
         Failure::Problem(format!("{name}:{}:{}: {msg}", e.line(), e.column()))
     })?;
-    if file.format != FORMAT {
-        return Err(Failure::Problem(format!(
-            "{name}: \"format\" is \"{}\"; this sinew reads \"{FORMAT}\"",
-            file.format
-        )));
-    }
+    file.check_format().map_err(|e| {
+        let msg = e.to_string();
+        let msg = msg.strip_prefix("problem file: ").unwrap_or(&msg);
+        Failure::Problem(format!("{name}: {msg}"))
+    })?;
     // An unknown name is reported as such (the core only says the parent is not earlier). A set
     // keeps this linear: a scan per bone took 20 s on a 100 000-bone chain.
     let names: std::collections::HashSet<&str> = file.bones.iter().map(|b| b.name.as_str()).collect();
@@ -201,9 +200,9 @@ fn solve(args: &SolveArgs) -> Result<(), Failure> {
     }
     if args.require_reached && !solution.reached {
         return Err(Failure::NotReached(format!(
-            "{}: not every goal was reached ({:?} after {} iterations, worst residual {})",
+            "{}: not every goal was reached ({} after {} iterations, worst residual {})",
             args.path,
-            solution.stop,
+            solution.stop.name(),
             solution.iterations,
             solution.worst_residual()
         )));

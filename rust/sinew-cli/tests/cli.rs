@@ -169,9 +169,12 @@ fn require_reached_fails_on_an_unreachable_target() {
     let o = sinew(&["solve", p.to_str().unwrap(), "--require-reached"]);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     assert!(stderr(&o).contains("not every goal was reached"), "{}", stderr(&o));
-    // The solution is still printed, for inspection.
+    // The solution is still printed, for inspection; the message names the stop reason as the
+    // file does.
     let sol: SolutionFile = serde_json::from_str(&stdout(&o)).unwrap();
     assert!(!sol.reached);
+    let stop = serde_json::to_value(sol.stop).unwrap();
+    assert!(stderr(&o).contains(&format!("({} after", stop.as_str().unwrap())), "{}", stderr(&o));
     // Without the flag, not reaching is not an error.
     assert!(sinew(&["solve", p.to_str().unwrap()]).status.success());
 }
@@ -229,6 +232,26 @@ fn bad_files_are_clear_errors() {
     }
     let o = sinew(&["solve", "/nonexistent/problem.json"]);
     assert_fails(&o, 1, &["/nonexistent/problem.json: cannot read"]);
+}
+
+/// Goal kinds come in `sinew.problem/2` files (what the add-on's Export IK Problem writes for
+/// them), as the Python module and the C library read them; a kind in a `/1` file is refused.
+#[test]
+fn goal_kinds_solve_from_format_2_files_only() {
+    let plane = chain_text()
+        .replace("sinew.problem/1", "sinew.problem/2")
+        .replace("{\"bone\": \"link9\", \"target\": [0.45, 0.2, 0.6]}", "{\"bone\": \"link9\", \"target\": [0.45, 0.2, 0.6], \"kind\": \"plane\", \"normal\": [0, 0, 1]}");
+    assert!(plane.contains("\"kind\": \"plane\""), "the fixture changed");
+    let p = scratch("kind_v2", &plane);
+    let o = sinew(&["solve", p.to_str().unwrap(), "--require-reached"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(v["residuals"][0].as_f64().unwrap() < 1e-4, "{v}");
+    assert!(sinew(&["check", p.to_str().unwrap()]).status.success());
+    let p = scratch("kind_v1", &plane.replace("sinew.problem/2", "sinew.problem/1"));
+    for cmd in ["check", "solve"] {
+        assert_fails(&sinew(&[cmd, p.to_str().unwrap()]), 1, &["kind_v1.json", "goal 0 has a kind", "sinew.problem/2"]);
+    }
 }
 
 #[test]

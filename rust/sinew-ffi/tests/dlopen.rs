@@ -355,12 +355,7 @@ fn json_models_match_the_core(api: &Api) {
 }
 
 fn stop_name(s: sinew_core::StopReason) -> &'static str {
-    match s {
-        sinew_core::StopReason::Converged => "converged",
-        sinew_core::StopReason::Stalled => "stalled",
-        sinew_core::StopReason::OutOfReach => "out_of_reach",
-        sinew_core::StopReason::IterationLimit => "iteration_limit",
-    }
+    s.name()
 }
 
 /// Arrays in (names, parents, row-major matrices, lengths, limit setters, goals one by one):

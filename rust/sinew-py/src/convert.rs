@@ -229,10 +229,5 @@ pub(crate) fn root_mode_name(m: sinew::RootMode) -> &'static str {
 
 /// A stop reason's name.
 pub(crate) fn stop_name(s: sinew::StopReason) -> &'static str {
-    match s {
-        sinew::StopReason::Converged => "converged",
-        sinew::StopReason::Stalled => "stalled",
-        sinew::StopReason::OutOfReach => "out_of_reach",
-        sinew::StopReason::IterationLimit => "iteration_limit",
-    }
+    s.name()
 }

@@ -472,8 +472,6 @@ impl PySequenceResult {
     }
 }
 
-/// The chain structure of `goals` on `rig`: sub-bases (where chains meet), the bones each goal
-/// moves (effector first), and every bone some goal moves.
 /// The names of the IK methods `Solver(method=...)` accepts, in the order of the core's
 /// `Method::ALL` (a method added there is listed here without a change).
 #[pyfunction]
@@ -481,6 +479,8 @@ pub(crate) fn methods() -> Vec<&'static str> {
     Method::ALL.iter().map(|m| m.name()).collect()
 }
 
+/// The chain structure of `goals` on `rig`: sub-bases (where chains meet), the bones each goal
+/// moves (effector first), and every bone some goal moves.
 #[pyfunction]
 pub(crate) fn analyze<'py>(py: Python<'py>, rig: PyRef<'py, PyRig>, goals: Vec<PyRef<'py, PyGoal>>) -> PyResult<Bound<'py, PyDict>> {
     let inputs = read_inputs(&rig, goals, None, None, None, "pinned")?;

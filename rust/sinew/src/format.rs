@@ -224,15 +224,24 @@ impl ProblemFile {
     /// [`Error::Format`] with serde's message (line and column) or a wrong `format` tag.
     pub fn from_json(text: &str) -> Result<Self> {
         let file: ProblemFile = serde_json::from_str(text).map_err(|e| Error::Format(e.to_string()))?;
-        if file.format != FORMAT && file.format != FORMAT_WITH_KINDS {
-            return Err(Error::Format(format!("format is \"{}\"; this version reads \"{FORMAT}\" and \"{FORMAT_WITH_KINDS}\"", file.format)));
+        file.check_format()?;
+        Ok(file)
+    }
+
+    /// Checks the `format` tag: [`FORMAT`], or [`FORMAT_WITH_KINDS`] (which goal kinds need).
+    ///
+    /// # Errors
+    /// [`Error::Format`] for another tag, or a goal with a kind in a [`FORMAT`] file.
+    pub fn check_format(&self) -> Result<()> {
+        if self.format != FORMAT && self.format != FORMAT_WITH_KINDS {
+            return Err(Error::Format(format!("format is \"{}\"; this version reads \"{FORMAT}\" and \"{FORMAT_WITH_KINDS}\"", self.format)));
         }
-        if file.format == FORMAT
-            && let Some(gi) = file.goals.iter().position(|g| g.kind.is_some() || g.axis.is_some() || g.direction.is_some() || g.normal.is_some())
+        if self.format == FORMAT
+            && let Some(gi) = self.goals.iter().position(|g| g.kind.is_some() || g.axis.is_some() || g.direction.is_some() || g.normal.is_some())
         {
             return Err(Error::Format(format!("goal {gi} has a kind: goal kinds need \"format\": \"{FORMAT_WITH_KINDS}\"")));
         }
-        Ok(file)
+        Ok(())
     }
 
     /// Pretty JSON text.

@@ -102,6 +102,20 @@ pub enum StopReason {
     IterationLimit,
 }
 
+impl StopReason {
+    /// Its name in solution files, Python and the CLI (`"converged"`, `"stalled"`,
+    /// `"out_of_reach"`, `"iteration_limit"`).
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            StopReason::Converged => "converged",
+            StopReason::Stalled => "stalled",
+            StopReason::OutOfReach => "out_of_reach",
+            StopReason::IterationLimit => "iteration_limit",
+        }
+    }
+}
+
 /// The result of one solve.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Solution {
