@@ -51,6 +51,7 @@ def _rig_with_target(parented, hide):
             sc.collection.objects.unlink(o)
             coll.objects.link(o)
         bpy.context.view_layer.layer_collection.children["Hidden"].exclude = True
+        bpy.context.view_layer.update()
     R.activate(ob)
     return ob, t
 
