@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import numpy as np
 from mathutils import Matrix, Quaternion, Vector
@@ -772,9 +773,8 @@ class RigProblem:
         not uniform, is mirrored or is zero: no engine frame then matches Blender's chain (see
         "Scale above the chains")."""
         out = np.ones(len(self.names))
-        for i, name in enumerate(self.names):
-            if name in self._anchor_set:
-                out[i] = self._uniform_scale(anchor_bones, name, frame)
+        for i, name in self._anchor_rows:
+            out[i] = self._uniform_scale(anchor_bones, name, frame)
         return out
 
     def _uniform_scale(self, pose_bones, name, frame) -> float:
@@ -861,9 +861,17 @@ class RigProblem:
             apply_limit(rig, name, lim)
         return rig
 
-    @property
-    def _anchor_set(self):
-        return set(self.anchors)
+    # (Built once: a bake reads them at every frame. ``names`` and ``anchors`` are not changed
+    # after a problem is made.)
+    @cached_property
+    def _anchor_set(self) -> frozenset[str]:
+        return frozenset(self.anchors)
+
+    @cached_property
+    def _anchor_rows(self) -> list[tuple[int, str]]:
+        """(engine index, name) of every anchor, in rig order."""
+        index = self.index
+        return [(index[n], n) for n in self.anchors]
 
     # -- sampling -------------------------------------------------------------------------
 
