@@ -403,11 +403,10 @@ class SINEW_OT_bake(_SolverProps, bpy.types.Operator):
         self.frame_start, self.frame_end = start, end
         return start, end
 
-    def _make_batch(self, context, obs, chunk=0):
+    def _make_batch(self, context, obs):
         start, end = self._range(context)
         jobs, skipped = pipeline.make_bake_jobs(context, obs, start, end, self.settings(), new_action=self.new_action,
-                                                only_moved=self.only_moved, keep_constraints=self.keep_constraints,
-                                                chunk=chunk)
+                                                only_moved=self.only_moved, keep_constraints=self.keep_constraints)
         return pipeline.BakeBatch(jobs), skipped
 
     # Share of the progress bar for reading the constraints' influences frame by frame (when a
@@ -634,7 +633,7 @@ class SINEW_OT_restore_constraints(bpy.types.Operator):
             self.report({'ERROR'}, "The active object is not an editable armature")
             return {'CANCELLED'}
         several = len(obs) > 1
-        turned_on, kept, forgotten = [], [], []
+        turned_on, n_kept, n_forgotten = [], 0, 0
         try:
             for ob in obs:
                 done = keys.restore_constraints(ob)
@@ -644,11 +643,11 @@ class SINEW_OT_restore_constraints(bpy.types.Operator):
                 for text in done.forgotten:
                     self.report({'INFO'}, f"Sinew: {pre}{text}")
                 turned_on += [pre + t for t in done.turned_on]
-                kept += done.kept
-                forgotten += done.forgotten
+                n_kept += len(done.kept)
+                n_forgotten += len(done.forgotten)
         except Exception as ex:
             return _failed(self, ex)
-        self.report(*restore_report(turned_on, len(kept), len(forgotten)))
+        self.report(*restore_report(turned_on, n_kept, n_forgotten))
         return {'FINISHED'}
 
 

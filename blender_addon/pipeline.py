@@ -1167,8 +1167,8 @@ class BakeJob:
         self.verify = verify
         self.reduction = ((float(settings.reduction_angle), float(settings.reduction_distance))
                           if settings.key_reduction else None)
-        self.solver = settings.solver()  # (checks the settings up front; compute solves with one whose
-                                         # tolerance is in the engine frame, Settings.solver)
+        settings.solver()  # a bad setting: ReadError up front (compute solves with one whose
+                           # tolerance is in the engine frame, Settings.solver)
         self.settings = settings
         self.ob = ob
         self.scene = context.scene

@@ -244,7 +244,7 @@ def test_the_bake_uses_the_method_chosen(addon):
     assert bpy.ops.sinew.bake(method='DLS') == {'FINISHED'}
     assert addon.pipeline.last_bake_results(ob)["method"] == "dls"
     job = addon.pipeline.BakeJob(bpy.context, ob, 1, 6, addon.pipeline.Settings(method="dls"))
-    assert job.solver.method == "dls"
+    assert job.settings.solver().method == "dls"
     with pytest.raises(addon.rig_reader.ReadError, match="fabrik"):
         addon.pipeline.Settings(method="nope").solver()
 
