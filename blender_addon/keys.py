@@ -588,11 +588,12 @@ def restore_constraints(ob) -> Restored:
                 done.forgotten.append(f"{what}; no IK constraint there is still switched off, so nothing is left to "
                                       "turn back on (record dropped)")
             continue
+        if not _switched_off(c, how):
+            continue  # turned on again since: left as it is
         if how == "mute":
-            if c.mute:
-                c.mute = False
-                done.turned_on.append(f'"{con}" ({bone})')
-        elif c.influence == 0.0:
+            c.mute = False
+            done.turned_on.append(f'"{con}" ({bone})')
+        else:
             c.influence = float(r.get("influence", 1.0))
             done.turned_on.append(f'"{con}" ({bone}, influence {c.influence:.3g})')
     store_muted_records(ob, keep)

@@ -735,7 +735,7 @@ def object_world_matrices(ob, frames, scene, *, ignore=None) -> np.ndarray | Non
     """
     if ob.parent is not None or getattr(ob, "rigid_body", None) is not None:
         return None
-    if any(not (c.mute or not c.is_valid or c.influence <= 0.0) for c in ob.constraints):
+    if any(not rig_reader.is_off(c) for c in ob.constraints):
         return None
     if scene.render.frame_map_old != scene.render.frame_map_new:
         return None
@@ -1045,7 +1045,7 @@ def pose_is_static(problem: rig_reader.RigProblem, *, only_moved: bool = True) -
     replaced = set(problem.replaced)
     for name in relevant:
         for c in ob.pose.bones[name].constraints:
-            if (name, c.name) in replaced or c.mute or not c.is_valid or c.influence <= 0.0:
+            if (name, c.name) in replaced or rig_reader.is_off(c):
                 continue
             return False
     return True

@@ -252,6 +252,12 @@ class IKTree:
     stretch: bool                # ``tree->stretch``
 
 
+def is_off(c) -> bool:
+    """Whether constraint ``c`` is switched off: muted, invalid or at influence 0 (Blender then
+    ignores it)."""
+    return c.mute or not c.is_valid or c.influence <= 0.0
+
+
 def constraint_enforce(c) -> float:
     """Constraint ``c``'s influence as Blender's evaluation applies it now (its ``enforce``): 0
     when muted, else its influence."""
@@ -1320,7 +1326,7 @@ def cannot_bind(c) -> bool:
 def cannot_act(c) -> bool:
     """Whether constraint ``c`` cannot change its bone's pose now: switched off (muted, invalid,
     influence 0) or ``cannot_bind``."""
-    return c.mute or not c.is_valid or c.influence <= 0.0 or cannot_bind(c)
+    return is_off(c) or cannot_bind(c)
 
 
 def check_ik_chain_constraints(ob, problem) -> None:
