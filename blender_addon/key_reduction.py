@@ -127,22 +127,6 @@ def worst_in_gaps(kept: np.ndarray, dev: np.ndarray, tolerance: float) -> list[i
 # --------------------------------------------------------------------------------------------
 
 
-def _fcurve_finder(ob):
-    ad = ob.animation_data
-    act = ad.action if ad is not None else None
-    if act is None:
-        return None
-    if keys.SLOTTED:
-        from bpy_extras import anim_utils
-
-        slot = ad.action_slot
-        cb = anim_utils.action_get_channelbag_for_slot(act, slot) if slot is not None else None
-        if cb is None:
-            return None
-        return lambda path, index: cb.fcurves.find(path, index=index)
-    return lambda path, index: act.fcurves.find(path, index=index)
-
-
 def _keys_in_range(fc, lo, hi):
     """(indices, frames, values) of ``fc``'s keys with lo <= frame <= hi."""
     kp = fc.keyframe_points
@@ -248,7 +232,7 @@ def reduce_bake(ob, frames, names, root_bone, angle_tolerance: float, distance_t
     t0 = time.perf_counter()
     res = ReductionResult(angle_tolerance=float(angle_tolerance), distance_tolerance=float(distance_tolerance))
     frames = np.asarray(frames, dtype=np.float64)
-    find = _fcurve_finder(ob)
+    find = keys.fcurve_finder(ob)
     if find is None or len(frames) < 3:
         res.seconds = time.perf_counter() - t0
         return res

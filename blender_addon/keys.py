@@ -58,15 +58,15 @@ def set_pose(ob, names, rotations, root_bone=None, root_location=None, scales=No
         ob.pose.bones[root_bone].location = root_location
 
 
-def _key_channel(ob, pb, prop, frame, only_available, replace_only) -> None:
+def _key_channel(find, pb, prop, frame, only_available, replace_only) -> None:
     """Keys ``pb``'s property ``prop`` at ``frame``; with ``only_available`` only the array items
     that already have an F-curve (none when there is none: nothing is created), with
     ``replace_only`` only where a key is already at ``frame`` (each checked here, so that Blender
-    does not report the keys it could not insert)."""
+    does not report the keys it could not insert). ``find``: the armature's ``fcurve_finder``
+    (None when it has no action), used only with one of them on."""
     if not (only_available or replace_only):
         pb.keyframe_insert(prop, frame=frame, group=pb.name)
         return
-    find = fcurve_finder(ob)
     path = pb.path_from_id(prop)
     for index in range(len(getattr(pb, prop))):
         fc = find(path, index) if find is not None else None
@@ -86,13 +86,16 @@ def key_current(ob, names, frame, root_bone=None, key_scale=False, only_availabl
     of ``names`` at ``frame``; with ``only_available`` (Blender's *Only Insert Available*) only the
     channels that already have an F-curve, with ``replace_only`` (Auto Keying's *Replace* mode)
     only the keys already at ``frame``."""
+    # (Built once: with either option on, keys go only on F-curves that exist, so none is added
+    # meanwhile; the finder reads the action's F-curves when called.)
+    find = fcurve_finder(ob) if (only_available or replace_only) else None
     for name in names:
         pb = ob.pose.bones[name]
-        _key_channel(ob, pb, rotation_property(pb), frame, only_available, replace_only)
+        _key_channel(find, pb, rotation_property(pb), frame, only_available, replace_only)
         if key_scale:
-            _key_channel(ob, pb, "scale", frame, only_available, replace_only)
+            _key_channel(find, pb, "scale", frame, only_available, replace_only)
     if root_bone is not None:
-        _key_channel(ob, ob.pose.bones[root_bone], "location", frame, only_available, replace_only)
+        _key_channel(find, ob.pose.bones[root_bone], "location", frame, only_available, replace_only)
 
 
 def active_keying_set(scene):
@@ -134,12 +137,10 @@ def fcurve_finder(ob):
     act = ad.action if ad is not None else None
     if act is None:
         return None
-    if not SLOTTED:
+    if not SLOTTED:  # 4.2 and 4.3: an action's F-curves are its own
         return lambda path, index: act.fcurves.find(path, index=index)
     slot = ad.action_slot
-    if slot is None or not len(act.layers) or not len(act.layers[0].strips):
-        return None
-    cb = act.layers[0].strips[0].channelbag(slot)
+    cb = anim_utils.action_get_channelbag_for_slot(act, slot) if slot is not None else None
     if cb is None:
         return None
     return lambda path, index: cb.fcurves.find(path, index=index)
