@@ -1128,7 +1128,8 @@ class BakeJob:
     by default the constructor reads them, stepping the frames when a driver or NLA strip animates
     one (blocking). ``read_seconds``: time already spent reading them, counted in the result's
     ``seconds``. A range whose estimated memory is above ``MAX_BAKE_BYTES`` is refused
-    (``check_bake_size``) before anything is read frame by frame.
+    (``check_bake_size``) before anything is read frame by frame, as is every other refusal of
+    ``check_bake_up_front``; ``checked``: the caller has run that already (``bake_jobs_steps``).
 
     ``sampling``: "auto" samples plain F-curve-animated targets from their F-curves when the
     armature's pose is static over the range (see ``sample_goals_from_fcurves`` and
@@ -1143,16 +1144,12 @@ class BakeJob:
     def __init__(self, context, ob, frame_start: int, frame_end: int, settings: Settings, *,
                  new_action: bool = True, only_moved: bool = True, keep_constraints: bool = False,
                  chunk: int = 0, sampling: str = "auto", verify: bool = True, influences=None,
-                 read_seconds: float = 0.0):
+                 read_seconds: float = 0.0, checked: bool = False):
         t0 = time.perf_counter()
         if sampling not in ("auto", "frames"):
             raise ValueError(f"sampling must be 'auto' or 'frames', not {sampling!r}")
-        if frame_end < frame_start:
-            raise ReadError(f"The frame range is empty ({frame_start}..{frame_end})")
-        check_time_not_stretched(context.scene)
-        check_editable(ob)
-        keys.check_action_writable(ob, new_action)
-        check_bake_size(ob, frame_start, frame_end)
+        if not checked:
+            check_bake_up_front(context.scene, ob, frame_start, frame_end, new_action)
         # Each constraint's influence at every frame: a goal whose IK constraint has influence
         # at some frame of the range is baked, each frame with its own influence.
         frames = np.arange(int(frame_start), int(frame_end) + 1)
@@ -1643,7 +1640,8 @@ def bake_jobs_steps(context, obs, frame_start: int, frame_end: int, settings: Se
     only when a driver or NLA strip animates the influence or mute of a constraint the bake
     reads), yielding progress in [0, 1] meanwhile (nothing when no frame is stepped), then makes
     the jobs and returns (jobs, skipped). Closing it early (Esc) puts the frame and pose back;
-    it changes nothing. A range too large (``check_bake_size``) is refused before any stepping."""
+    it changes nothing. What ``check_bake_up_front`` refuses (Time Stretching, a linked armature,
+    an action that cannot be written, a range too large) is refused before any stepping."""
     frames = np.arange(int(frame_start), int(frame_end) + 1)
     chunk = kw.get("chunk") or 10
     read = {}
@@ -1652,7 +1650,7 @@ def bake_jobs_steps(context, obs, frame_start: int, frame_end: int, settings: Se
         t0 = time.perf_counter()
         if ob.type == 'ARMATURE' and frame_end >= frame_start:
             try:
-                check_bake_size(ob, frame_start, frame_end)
+                check_bake_up_front(context.scene, ob, frame_start, frame_end, kw.get("new_action", True))
             except ReadError as ex:
                 raise _armature_error(ob, ex, n > 1) from ex
             gen = constraint_influences_steps(ob, frames, context.scene, context.view_layer, chunk)
@@ -1665,7 +1663,8 @@ def bake_jobs_steps(context, obs, frame_start: int, frame_end: int, settings: Se
                 yield (i + progress) / n
     return _read_each(obs, lambda ob: BakeJob(context, ob, frame_start, frame_end, settings, **kw,
                                               influences=read.get(ob.name, (None, 0.0))[0],
-                                              read_seconds=read.get(ob.name, (None, 0.0))[1]), "bake")
+                                              read_seconds=read.get(ob.name, (None, 0.0))[1],
+                                              checked=ob.name in read), "bake")
 
 
 # Largest memory a bake may need (``check_bake_size``), and the bytes counted per frame: per
@@ -1692,6 +1691,20 @@ def bake_size_estimate(ob, frame_start: int, frame_end: int, problem=None, only_
         if not only_moved:
             per_frame += BYTES_PER_OTHER_FRAME * (len(ob.data.bones) - len(problem.moved_bones))
     return nf * per_frame
+
+
+def check_bake_up_front(scene, ob, frame_start: int, frame_end: int, new_action: bool) -> None:
+    """The refusals of a bake of armature ``ob`` that need neither the rig read nor any frame
+    stepped (ReadError): an empty range, Time Stretching, a linked armature, an action the keys
+    cannot be written into (``keys.check_action_writable``: NLA tweak mode, blended over NLA
+    strips), a range too large for even the constraints' influences (``check_bake_size``).
+    Run before the influences are read frame by frame (``bake_jobs_steps``, ``BakeJob``)."""
+    if frame_end < frame_start:
+        raise ReadError(f"The frame range is empty ({frame_start}..{frame_end})")
+    check_time_not_stretched(scene)
+    check_editable(ob)
+    keys.check_action_writable(ob, new_action)
+    check_bake_size(ob, frame_start, frame_end)
 
 
 def check_bake_size(ob, frame_start: int, frame_end: int, problem=None, only_moved: bool = True) -> None:

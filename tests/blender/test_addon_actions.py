@@ -304,6 +304,51 @@ def test_bake_with_time_stretching_is_refused_and_changes_nothing():
         assert (R.world_tail(ob, "b03") - R.world_location(t)).length < 1e-3, f
 
 
+@pytest.mark.parametrize("cause", ["time stretching", "blended over NLA"])
+def test_a_bake_refused_up_front_steps_no_frame(cause):
+    """Where the IK constraint's influence is driven, a bake steps every frame to read it; a bake
+    refused for what needs no frame (Time Stretching; an action blended over NLA strips) is
+    refused before that: no frame change is ever evaluated (frame_change_pre never runs)."""
+    scene = bpy.context.scene
+    ob, t, con = _ik_chain()
+    ob["ik"] = 1.0
+    d = con.driver_add("influence").driver
+    d.type = 'AVERAGE'
+    var = d.variables.new()
+    var.targets[0].id = ob
+    var.targets[0].data_path = '["ik"]'
+    if cause == "time stretching":
+        scene.render.frame_map_old, scene.render.frame_map_new = 100, 50
+        message = r"Time Stretching is on"
+    else:
+        _layered_over_nla(ob, 'ADD')
+        message = r"its action is layered over NLA strips \(Blending Add\)"
+    scene.frame_set(3)
+    stepped = []
+
+    def count(scene_, *_args):
+        stepped.append(scene_.frame_current)
+
+    bpy.app.handlers.frame_change_pre.append(count)
+    try:
+        with pytest.raises(RuntimeError, match=message):
+            bpy.ops.sinew.bake(frame_start=1, frame_end=40)
+    finally:
+        bpy.app.handlers.frame_change_pre.remove(count)
+    assert stepped == [] and scene.frame_current == 3 and not con.mute
+    # The same rig without the cause: the bake steps the frames to read the driven influence.
+    if cause == "time stretching":
+        scene.render.frame_map_old = 50
+    else:
+        ob.animation_data.action_blend_type = 'REPLACE'
+    bpy.app.handlers.frame_change_pre.append(count)
+    try:
+        assert bpy.ops.sinew.bake(frame_start=1, frame_end=40) == {'FINISHED'}
+    finally:
+        bpy.app.handlers.frame_change_pre.remove(count)
+    assert len(stepped) >= 40
+
+
 # -- Bakes do not pile up; the user's action is kept once -----------------------------------
 
 
