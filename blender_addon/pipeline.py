@@ -628,17 +628,25 @@ _POSE_BONE_PATH = re.compile(r'pose\.bones\["((?:[^"\\]|\\.)*)"\]')
 _ROTATION_PROPS = (".rotation_quaternion", ".rotation_euler", ".rotation_axis_angle")
 
 
-def action_fcurves(id_data):
+def action_fcurves(id_data, driven_paths_read=None):
     """The F-curves Blender evaluates for ``id_data`` (an object or other ID), as a list of
     (data_path, array_index, fcurve), when its own action is the only thing that animates it:
     ``[]`` when nothing animates it, None when something else may (drivers, NLA tracks, tweak
     mode, an action with several layers or strips). Muted F-curves, F-curves in muted groups and
     empty F-curves are left out, as Blender leaves them out. Without NLA tracks Blender applies the
-    action in full (its influence and blend mode only act on top of NLA tracks)."""
+    action in full (its influence and blend mode only act on top of NLA tracks).
+
+    ``driven_paths_read``: when given, the data paths the caller will read; drivers then count
+    only where one sets such a path (a driver elsewhere cannot change what the action's
+    F-curves give for them)."""
     ad = getattr(id_data, "animation_data", None)
     if ad is None:
         return []
-    if len(ad.drivers) or len(ad.nla_tracks) or ad.use_tweak_mode:
+    if driven_paths_read is None:
+        drivers_matter = len(ad.drivers) > 0
+    else:
+        drivers_matter = any(not d.mute and d.data_path in driven_paths_read for d in ad.drivers)
+    if drivers_matter or len(ad.nla_tracks) or ad.use_tweak_mode:
         return None
     act = ad.action
     if act is None:
@@ -952,8 +960,8 @@ def constraint_influences_steps(ob, frames, scene, view_layer, chunk: int = 10):
     mute nothing animates, keeps its value now for every frame (nothing stepped, nothing
     yielded: the bake of a rig without such animation is not slowed). When only the object's own
     action animates them, they are read from its F-curves as Blender evaluates them (an
-    influence clamped to [0, 1], a mute on from 0.5); when a driver or an NLA strip may, every
-    frame is stepped (``scene.frame_set``) and the evaluated constraints read, yielding every
+    influence clamped to [0, 1], a mute on from 0.5; drivers of other properties do not
+    matter); when a driver of one of them or an NLA strip may, every frame is stepped (``scene.frame_set``) and the evaluated constraints read, yielding every
     ``chunk`` frames. The frame and the armature's pose are put back at the end, and also when
     the generator is closed early (Esc) or fails. Changes nothing."""
     frames = np.asarray(frames)
@@ -968,14 +976,17 @@ def constraint_influences_steps(ob, frames, scene, view_layer, chunk: int = 10):
         animated = [k for k in animated & _influence_relevant(ob) if k in columns]
     if not animated:
         return rig_reader.ConstraintInfluences(frames, columns, values)
-    curves = action_fcurves(ob)
+    bases = {(bone, name): 'pose.bones["%s"].constraints["%s"].' % (bpy.utils.escape_identifier(bone),
+                                                                      bpy.utils.escape_identifier(name))
+             for bone, name in animated}
+    # (A driver on some other property, a Rigify rig's say, does not make these F-curves wrong.)
+    curves = action_fcurves(ob, {b + p for b in bases.values() for p in ("influence", "mute")})
     if curves is not None:
         fl = [float(f) for f in frames]
         by_path = {path: fc for path, _index, fc in curves}
         for bone, name in animated:
             c = ob.pose.bones[bone].constraints[name]
-            base = 'pose.bones["%s"].constraints["%s"].' % (bpy.utils.escape_identifier(bone),
-                                                            bpy.utils.escape_identifier(name))
+            base = bases[(bone, name)]
             influence = np.full(nf, float(c.influence))
             mute = np.full(nf, bool(c.mute))
             if base + "influence" in by_path:

@@ -147,6 +147,42 @@ def test_a_keyed_influence_is_read_from_its_fcurve_without_stepping_frames(addon
     assert diff < 1e-9, diff
 
 
+def test_a_keyed_influence_is_read_from_its_fcurve_despite_a_driver_elsewhere(addon):
+    """A driver on some other property of the armature (as every Rigify rig has) does not make
+    the bake step the frames to read a keyed IK influence: it comes from its F-curve, and is what
+    Blender evaluates at each frame."""
+    ob, _ik = _rig("keyed", "1to0", False)
+    ob["other"] = 0.0
+    ob.driver_add('["other"]').driver.expression = "frame"
+    scene = bpy.context.scene
+    want = []
+    for f in FRAMES:
+        scene.frame_set(f)
+        c = ob.evaluated_get(R.depsgraph()).pose.bones["b03"].constraints["IK"]
+        want.append(0.0 if c.mute else c.influence)
+    scene.frame_set(5)
+    stepped = []
+
+    def count(scene_, *_args):
+        stepped.append(scene_.frame_current)
+
+    bpy.app.handlers.frame_change_pre.append(count)
+    try:
+        inf = addon.pipeline.constraint_influences(ob, list(FRAMES), scene, bpy.context.view_layer)
+    finally:
+        bpy.app.handlers.frame_change_pre.remove(count)
+    assert stepped == []
+    assert abs(inf.at("b03", "IK") - want).max() < 1e-6, (inf.at("b03", "IK"), want)
+    # A driver on the influence itself still makes it step the frames.
+    _ik.driver_add("influence").driver.expression = "1.0"
+    bpy.app.handlers.frame_change_pre.append(count)
+    try:
+        addon.pipeline.constraint_influences(ob, list(FRAMES), scene, bpy.context.view_layer)
+    finally:
+        bpy.app.handlers.frame_change_pre.remove(count)
+    assert len(stepped) >= len(FRAMES)
+
+
 @pytest.mark.parametrize("how", ["keyed", "driven"])
 @pytest.mark.parametrize("frame", [3, 6, 8])
 def test_solve_ik_at_a_frame_uses_that_frames_influence(how, frame):
