@@ -1,5 +1,6 @@
 """Real armatures and scene helpers for the add-on tests (no mocks: everything is bpy data)."""
 
+import contextlib
 import math
 
 import bpy
@@ -116,6 +117,22 @@ def key_locations(ob, frames_values):
     for f, loc in frames_values.items():
         ob.location = loc
         ob.keyframe_insert("location", frame=f)
+
+
+@contextlib.contextmanager
+def frames_stepped():
+    """A list that gets the scene's frame at every frame change (``frame_change_pre``) while the
+    block runs: what a call stepped."""
+    stepped = []
+
+    def count(scene, *_args):
+        stepped.append(scene.frame_current)
+
+    bpy.app.handlers.frame_change_pre.append(count)
+    try:
+        yield stepped
+    finally:
+        bpy.app.handlers.frame_change_pre.remove(count)
 
 
 def depsgraph():

@@ -324,28 +324,16 @@ def test_a_bake_refused_up_front_steps_no_frame(cause):
         _layered_over_nla(ob, 'ADD')
         message = r"its action is layered over NLA strips \(Blending Add\)"
     scene.frame_set(3)
-    stepped = []
-
-    def count(scene_, *_args):
-        stepped.append(scene_.frame_current)
-
-    bpy.app.handlers.frame_change_pre.append(count)
-    try:
-        with pytest.raises(RuntimeError, match=message):
-            bpy.ops.sinew.bake(frame_start=1, frame_end=40)
-    finally:
-        bpy.app.handlers.frame_change_pre.remove(count)
+    with R.frames_stepped() as stepped, pytest.raises(RuntimeError, match=message):
+        bpy.ops.sinew.bake(frame_start=1, frame_end=40)
     assert stepped == [] and scene.frame_current == 3 and not con.mute
     # The same rig without the cause: the bake steps the frames to read the driven influence.
     if cause == "time stretching":
         scene.render.frame_map_old = 50
     else:
         ob.animation_data.action_blend_type = 'REPLACE'
-    bpy.app.handlers.frame_change_pre.append(count)
-    try:
+    with R.frames_stepped() as stepped:
         assert bpy.ops.sinew.bake(frame_start=1, frame_end=40) == {'FINISHED'}
-    finally:
-        bpy.app.handlers.frame_change_pre.remove(count)
     assert len(stepped) >= 40
 
 

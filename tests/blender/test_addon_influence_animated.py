@@ -161,25 +161,14 @@ def test_a_keyed_influence_is_read_from_its_fcurve_despite_a_driver_elsewhere(ad
         c = ob.evaluated_get(R.depsgraph()).pose.bones["b03"].constraints["IK"]
         want.append(0.0 if c.mute else c.influence)
     scene.frame_set(5)
-    stepped = []
-
-    def count(scene_, *_args):
-        stepped.append(scene_.frame_current)
-
-    bpy.app.handlers.frame_change_pre.append(count)
-    try:
+    with R.frames_stepped() as stepped:
         inf = addon.pipeline.constraint_influences(ob, list(FRAMES), scene, bpy.context.view_layer)
-    finally:
-        bpy.app.handlers.frame_change_pre.remove(count)
     assert stepped == []
     assert abs(inf.at("b03", "IK") - want).max() < 1e-6, (inf.at("b03", "IK"), want)
     # A driver on the influence itself still makes it step the frames.
     _ik.driver_add("influence").driver.expression = "1.0"
-    bpy.app.handlers.frame_change_pre.append(count)
-    try:
+    with R.frames_stepped() as stepped:
         addon.pipeline.constraint_influences(ob, list(FRAMES), scene, bpy.context.view_layer)
-    finally:
-        bpy.app.handlers.frame_change_pre.remove(count)
     assert len(stepped) >= len(FRAMES)
 
 
