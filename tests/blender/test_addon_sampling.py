@@ -120,13 +120,7 @@ def test_bake_from_fcurves_equals_the_bake_stepping_frames(addon):
     ob, t, _pole = _rig_with_orientation_goal()
     scene.frame_set(17)
     results, frame_changes = {}, {}
-    seen = []
-
-    def count(scene, *args):
-        seen.append(scene.frame_current)
-
-    bpy.app.handlers.frame_change_pre.append(count)
-    try:
+    with R.frames_stepped() as seen:
         for sampling in ("auto", "frames"):
             job = addon.pipeline.BakeJob(bpy.context, ob, 1, 48, addon.pipeline.Settings(), sampling=sampling,
                                          verify=False)
@@ -138,8 +132,6 @@ def test_bake_from_fcurves_equals_the_bake_stepping_frames(addon):
             ob.animation_data.action = results[sampling].previous_action
             for pb in ob.pose.bones:
                 pb.rotation_quaternion = (1, 0, 0, 0)
-    finally:
-        bpy.app.handlers.frame_change_pre.remove(count)
     # F-curve sampling visits the first frame (for the start pose) and puts the frame back;
     # frame stepping visits every frame.
     assert frame_changes["auto"] == [1, 17]
