@@ -189,14 +189,19 @@ def _limit_rotation_in_the_middle(pbs, aux):
     return "b02", c
 
 
-def _limit_rotation_short_of_a_full_turn(pbs, aux):
-    """A Limit Rotation of ±179° can bind (an angle past 179° is clamped): still refused."""
+def _limit_rotation_on_every_axis(pbs, min_degrees):
+    """A Limit Rotation on the elbow (b02), every axis limited to [min_degrees, 180°]."""
     c = pbs["b02"].constraints.new('LIMIT_ROTATION')
     c.use_limit_x = c.use_limit_y = c.use_limit_z = True
-    c.min_x = c.min_y = c.min_z = math.radians(-179.0)
+    c.min_x = c.min_y = c.min_z = math.radians(min_degrees)
     c.max_x = c.max_y = c.max_z = math.radians(180.0)
     c.owner_space = 'LOCAL'
     return "b02", c
+
+
+def _limit_rotation_short_of_a_full_turn(pbs, aux):
+    """A Limit Rotation of ±179° can bind (an angle past 179° is clamped): still refused."""
+    return _limit_rotation_on_every_axis(pbs, -179.0)
 
 
 def _stretch_to_in_the_middle(pbs, aux):
@@ -258,12 +263,7 @@ def test_another_constraint_on_a_blender_ik_chain_is_refused_and_nothing_changes
 
 def _limit_rotation_full_turn(pbs, aux):
     """QA: a Limit Rotation of ±180° on every axis on the elbow, a visual FK limit that never binds."""
-    c = pbs["b02"].constraints.new('LIMIT_ROTATION')
-    c.use_limit_x = c.use_limit_y = c.use_limit_z = True
-    c.min_x = c.min_y = c.min_z = math.radians(-180.0)
-    c.max_x = c.max_y = c.max_z = math.radians(180.0)
-    c.owner_space = 'LOCAL'
-    return "b02", c
+    return _limit_rotation_on_every_axis(pbs, -180.0)
 
 
 def _limit_rotation_one_full_axis(pbs, aux):
