@@ -423,14 +423,17 @@ class SINEW_OT_bake(_SolverProps, bpy.types.Operator):
                                            only_moved=self.only_moved, keep_constraints=self.keep_constraints,
                                            chunk=10)
         share = 0.0
-        while True:
-            try:
-                progress = next(reading)
-            except StopIteration as done:
-                jobs, self._skipped = done.value
-                break
-            share = self.READ_SHARE
-            yield share * progress
+        try:
+            while True:
+                try:
+                    progress = next(reading)
+                except StopIteration as done:
+                    jobs, self._skipped = done.value
+                    break
+                share = self.READ_SHARE  # (nothing is yielded when no frame is stepped)
+                yield share * progress
+        finally:
+            reading.close()  # Esc: the reading puts the frame and pose back now
         self._job = pipeline.BakeBatch(jobs)
         for progress in self._job.steps():
             yield share + (1.0 - share) * progress

@@ -942,12 +942,32 @@ def _influence_relevant(ob) -> set:
 
 def constraint_influences(ob, frames, scene, view_layer) -> rig_reader.ConstraintInfluences:
     """``constraint_influences_steps`` run to the end (blocking)."""
-    gen = constraint_influences_steps(ob, frames, scene, view_layer)
+    return run_to_end(constraint_influences_steps(ob, frames, scene, view_layer))
+
+
+def run_to_end(steps):
+    """Drives the generator ``steps`` to its end, ignoring the progress it yields, and returns
+    what it returns."""
     while True:
         try:
-            next(gen)
+            next(steps)
         except StopIteration as done:
             return done.value
+
+
+def rescaled(steps, start: float, width: float):
+    """Yields each progress ``p`` in [0, 1] of the generator ``steps`` as ``start + width * p``
+    and returns what ``steps`` returns (``value = yield from rescaled(...)``). Closing this
+    generator (Esc) closes ``steps`` then and there, so its clean-up runs at once."""
+    try:
+        while True:
+            try:
+                progress = next(steps)
+            except StopIteration as done:
+                return done.value
+            yield start + width * progress
+    finally:
+        steps.close()
 
 
 def constraint_influences_steps(ob, frames, scene, view_layer, chunk: int = 10):
@@ -1637,12 +1657,7 @@ def make_bake_jobs(context, obs, frame_start: int, frame_end: int, settings: Set
     ``solve_poses`` decides (with several armatures one without goals is skipped and named in
     ``skipped``; otherwise NoGoalsError). Reads everything first: changes nothing. Blocking:
     ``bake_jobs_steps`` is the same in steps."""
-    gen = bake_jobs_steps(context, obs, frame_start, frame_end, settings, **kw)
-    while True:
-        try:
-            next(gen)
-        except StopIteration as done:
-            return done.value
+    return run_to_end(bake_jobs_steps(context, obs, frame_start, frame_end, settings, **kw))
 
 
 def bake_jobs_steps(context, obs, frame_start: int, frame_end: int, settings: Settings, **kw):
@@ -1664,14 +1679,9 @@ def bake_jobs_steps(context, obs, frame_start: int, frame_end: int, settings: Se
                 check_bake_up_front(context.scene, ob, frame_start, frame_end, kw.get("new_action", True))
             except ReadError as ex:
                 raise _armature_error(ob, ex, n > 1) from ex
-            gen = constraint_influences_steps(ob, frames, context.scene, context.view_layer, chunk)
-            while True:
-                try:
-                    progress = next(gen)
-                except StopIteration as done:
-                    read[ob.name] = (done.value, time.perf_counter() - t0)
-                    break
-                yield (i + progress) / n
+            influences = yield from rescaled(
+                constraint_influences_steps(ob, frames, context.scene, context.view_layer, chunk), i / n, 1 / n)
+            read[ob.name] = (influences, time.perf_counter() - t0)
     return _read_each(obs, lambda ob: BakeJob(context, ob, frame_start, frame_end, settings, **kw,
                                               influences=read.get(ob.name, (None, 0.0))[0],
                                               read_seconds=read.get(ob.name, (None, 0.0))[1],
