@@ -336,12 +336,7 @@ def prepare_action(ob, new_action: bool):
             act.sinew_baked = True
             act.sinew_original = prev if prev is not None and not getattr(prev, "sinew_baked", False) else \
                 getattr(prev, "sinew_original", None)
-        ad.action = act
-        if SLOTTED and prev_ident is not None:
-            for slot in act.slots:
-                if slot.identifier == prev_ident:
-                    ad.action_slot = slot
-                    break
+        _assign_action(ad, act, prev_ident)
         if prev is not None and new_action:
             note = f'Baked into new action "{act.name}"; "{prev.name}" is kept' + \
                    (" (with a fake user)" if prev.use_fake_user else "")
@@ -353,6 +348,29 @@ def prepare_action(ob, new_action: bool):
         slot = first_suitable_slot(act, 'OBJECT') or act.slots.new(id_type='OBJECT', name=ob.name)
         ad.action_slot = slot
     return act, slot, prev, note
+
+
+def _assign_action(ad, act, slot_identifier) -> None:
+    """Assigns action ``act`` to animation data ``ad``, on its slot named ``slot_identifier`` (the
+    slot the action it replaces was on) when it has one."""
+    ad.action = act
+    if SLOTTED and slot_identifier is not None:
+        for slot in act.slots:
+            if slot.identifier == slot_identifier:
+                ad.action_slot = slot
+                break
+
+
+def assign_scratch_copy(ob) -> None:
+    """Gives ``ob`` a new copy of its current action (on the same slot), when it has one: keys
+    then written with ``write_bake(new_action=False)`` change no action that existed before, so
+    assigning the previous action back and removing the copy undoes them exactly (a bake's
+    scratch write, ``pipeline.BakeJob.write``). Nothing else is changed (no fake user, no name)."""
+    ad = ob.animation_data
+    if ad is None or ad.action is None:
+        return  # write_bake makes a new action
+    slot = getattr(ad, "action_slot", None)
+    _assign_action(ad, ad.action.copy(), slot.identifier if slot is not None else None)
 
 
 def replace_range(fc, frames: np.ndarray, values: np.ndarray) -> None:

@@ -186,7 +186,7 @@ class SINEW_OT_solve(_SolverProps, bpy.types.Operator):
         settings = self.settings()
         try:
             keying = keys.auto_keying(context) if key else None
-            results, skipped = pipeline.solve_poses(context, obs, settings, key=key, keying=keying)
+            results, skipped, order_notes = pipeline.solve_poses(context, obs, settings, key=key, keying=keying)
         except ReadError as ex:
             self.report({'ERROR'}, str(ex))
             return {'CANCELLED'}
@@ -195,6 +195,8 @@ class SINEW_OT_solve(_SolverProps, bpy.types.Operator):
         several = len(results) > 1
         for text in skipped:
             self.report({'INFO'}, f"Sinew: skipped: {text}")
+        for text in order_notes:
+            self.report({'INFO'}, f"Sinew: {text}")
         for res in results:
             ob, pre = res.problem.ob, _prefix(res.problem.ob, several)
             for w in res.problem.warnings:
@@ -435,8 +437,8 @@ class SINEW_OT_bake(_SolverProps, bpy.types.Operator):
         finally:
             reading.close()  # Esc: the reading puts the frame and pose back now
         self._job = pipeline.BakeBatch(jobs)
-        for progress in self._job.steps():
-            yield share + (1.0 - share) * progress
+        # (Esc closes the batch's steps then and there: a scratch write is taken back at once.)
+        yield from pipeline.rescaled(self._job.steps(), share, 1.0 - share)
 
     def invoke(self, context, event):
         # As Bake Action: a dialog with the range (the scene's) and the options; baking starts on OK.
@@ -469,6 +471,8 @@ class SINEW_OT_bake(_SolverProps, bpy.types.Operator):
         several = len(jobs) > 1
         for text in skipped:
             self.report({'INFO'}, f"Sinew: skipped: {text}")
+        for text in batch.order.notes([job.problem for job in jobs], "baked"):
+            self.report({'INFO'}, f"Sinew: {text}")
         missed_total = 0
         for job in jobs:
             r, pre = job.result, _prefix(job.ob, several)

@@ -5,7 +5,8 @@ headless Blender has no modal loop).
 * ``solve_pose``: one frame, from the current pose, which is also the reference pose (where the
   freedom the goals leave falls back to: the pose before IK, as Blender's IK starts from).
   ``solve_poses`` does it for several armatures (multi-object Pose Mode): all are read and solved
-  before any is written.
+  before any is written, and one that follows bones another moves is solved again after that
+  one's pose is set (``call_order``; armatures that follow each other are refused).
 * ``BakeJob``: a frame range. ``steps()`` samples the targets over the range, solves with
   ``solve_sequence`` and writes the keys at the very end, yielding progress in between, so a
   modal operator can run it in chunks and cancel it without having changed anything.
@@ -14,7 +15,9 @@ headless Blender has no modal loop).
   range (``pose_is_static``); anything else is sampled by stepping the frames. The same pass
   samples each frame's FK pose of the moved bones (their action-evaluated local rotations, which
   IK constraints never change) as that frame's reference pose for ``solve_sequence``.
-  ``BakeBatch`` runs one job per armature: all sample and solve, then all write, then all measure.
+  ``BakeBatch`` runs one job per armature: all sample and solve (in ``call_order``: one that
+  follows bones another moves samples that one's keys, written to a scratch action meanwhile),
+  then all write, then all measure.
 * ``compare_methods``: what ``solve_pose`` would solve, solved once by every method and written
   nowhere; the results are kept in memory for the sidebar (``compare_results``).
 * ``problem_document``: the exact problem as ``sinew.problem/1`` JSON (``/2`` with goal kinds).
@@ -217,19 +220,22 @@ def evaluated_misses(problem: rig_reader.RigProblem, depsgraph, targets=None, ve
     return out
 
 
-def checked_targets(problem: rig_reader.RigProblem, depsgraph, targets, vectors):
+def checked_targets(problem: rig_reader.RigProblem, depsgraph, targets, vectors, followed=()):
     """``targets`` (G, 3) and ``vectors`` (G, 3) or None, the ones solved for, with those of the
-    goals whose target follows bones the solve moved (``RigProblem.moving_targets``) re-read from
-    ``depsgraph`` after the pose was written: Blender's evaluated pose is checked against where
-    such a target is now, so a goal is not called reached while the target has moved away."""
-    if not problem.moving_targets:
+    goals whose target follows bones the solve moved (``RigProblem.moving_targets``), and of the
+    goals ``followed`` (whose target follows bones another armature of the call moved,
+    ``CallOrder.followed_goals``, at full influence), re-read from ``depsgraph`` after the poses
+    were written: Blender's evaluated pose is checked against where such a target is now, so a
+    goal is not called reached while the target has moved away."""
+    again = sorted(set(problem.moving_targets) | set(followed))
+    if not again:
         return targets, vectors
     now, _orients, _poles = problem.sample_goals(depsgraph)
     targets = np.array(targets, dtype=np.float64)
-    targets[problem.moving_targets] = now[problem.moving_targets]
+    targets[again] = now[again]
     if vectors is not None:
         vectors = np.array(vectors, dtype=np.float64)
-        vectors[problem.moving_targets] = problem.sample_vectors(depsgraph)[problem.moving_targets]
+        vectors[again] = problem.sample_vectors(depsgraph)[again]
     return targets, vectors
 
 
@@ -298,8 +304,8 @@ def unkeyed_warning(bones, keying) -> str:
 
 
 class PendingSolve:
-    """One armature solved and not yet written (``prepare_solve``): ``write()`` sets (and keys)
-    the pose, ``finish()`` measures Blender's evaluated pose and gives the SolveResult.
+    """One armature solved and not yet written (``prepare_solve``): ``set_pose()`` sets the pose,
+    ``key_pose()`` keys it, ``finish()`` measures Blender's evaluated pose and gives the SolveResult.
     ``scales``: (N,) the pose scales to set and key (each bone's length over its parent's) when
     the rig stretches, else None; ``targets``: (G, 3) the targets solved for (moved by influence)."""
 
@@ -313,23 +319,27 @@ class PendingSolve:
         self.unkeyed = ""
         self._saved_pose = _snapshot_pose(ob)
 
-    def write(self, context, keying=None) -> None:
+    def set_pose(self) -> None:
         """Sets the moved bones' rotations (their scales, where the rig stretches, and the free
-        root's location) and, when keying, keys them at the frame as ``keying`` (a
-        ``keys.AutoKeying``; None: the default) says: through its keying set if it has one
-        (``keys.key_with_keying_set``: the keying set decides the channels), else their rotation
-        channels (the scales of a stretching rig's moved bones, the free root's location), only
-        those with an F-curve when ``only_available``, only keys already at the frame when
-        ``replace_only``. When a moved bone's rotation ends up with
-        no key at the frame, ``unkeyed`` says which and why (the pose will not hold)."""
+        root's location)."""
         ob, problem = self.ob, self.problem
         idx = problem.index
         moved = problem.moved_bones
         moved_idx = [idx[n] for n in moved]
         keys.set_pose(ob, moved, self.rotations[moved_idx], self.root_bone, np.asarray(self.sol.root_translation),
                       self.scales[moved_idx] if self.scales is not None else None)
+
+    def key_pose(self, context, keying=None) -> None:
+        """When keying, keys the pose ``set_pose`` set at the frame as ``keying`` (a
+        ``keys.AutoKeying``; None: the default) says: through its keying set if it has one
+        (``keys.key_with_keying_set``: the keying set decides the channels), else their rotation
+        channels (the scales of a stretching rig's moved bones, the free root's location), only
+        those with an F-curve when ``only_available``, only keys already at the frame when
+        ``replace_only``. When a moved bone's rotation ends up with
+        no key at the frame, ``unkeyed`` says which and why (the pose will not hold)."""
         if not self.key:
             return
+        ob, moved = self.ob, self.problem.moved_bones
         key_scale = self.scales is not None
         keying = keying or keys.AutoKeying()
         if keying.keying_set is not None:
@@ -348,11 +358,15 @@ class PendingSolve:
         """Puts the pose back as it was when the solve was prepared (keys are not touched)."""
         _restore_pose(self.ob, self._saved_pose)
 
-    def finish(self, depsgraph) -> SolveResult:
+    def finish(self, depsgraph, followed=()) -> SolveResult:
+        """The SolveResult, measured on Blender's evaluated pose (``depsgraph``) after every
+        armature of the call is written. ``followed``: goals whose target follows bones another
+        armature of the call moved (``CallOrder.followed_goals``): measured where it is now."""
         sol = self.sol
         # (Against the targets solved for: a goal moved by its influence, blend_goals; a target
         # that follows the bones just written, where it is now.)
-        targets, vectors = checked_targets(self.problem, depsgraph, self.targets, self.vectors)
+        followed = [i for i in followed if self.problem.goals[i].influence >= 1.0]
+        targets, vectors = checked_targets(self.problem, depsgraph, self.targets, self.vectors, followed)
         misses = evaluated_misses(self.problem, depsgraph, targets, vectors)
         world_misses = evaluated_misses(self.problem, depsgraph, targets, vectors, world=True)
         residuals = self.problem.to_armature_distances(sol.residuals, self.problem.scales_above)
@@ -499,22 +513,167 @@ def _read_each(obs, read, verb: str):
     return read_ok, skipped
 
 
+# --------------------------------------------------------------------------------------------
+# Several armatures in one call: each is solved after the armatures whose moved bones it follows
+# --------------------------------------------------------------------------------------------
+
+
+def _constraint_references(c):
+    """(object, bone name or "") for every target of constraint ``c``: its target, an IK
+    constraint's pole target, an Armature constraint's targets; a bone only on an armature."""
+    pairs = [(getattr(c, "target", None), getattr(c, "subtarget", "")),
+             (getattr(c, "pole_target", None), getattr(c, "pole_subtarget", ""))]
+    pairs += [(t.target, t.subtarget) for t in getattr(c, "targets", ())]
+    for ob, sub in pairs:
+        if ob is not None:
+            yield ob, (sub or "") if ob.type == 'ARMATURE' else ""
+
+
+def follows_moved_bones(ob, bone: str, moved: dict) -> set:
+    """The armatures of ``moved`` ({armature object: names of the bones a call moves}) some of
+    whose moved bones object ``ob`` (with ``bone``: that bone of armature ``ob``) follows in
+    Blender's evaluation: the bone itself, the bones it hangs from, the object's parent (a Bone
+    parent: that bone; any other parent type: the parent object, which no call moves) and the
+    targets of the constraints in effect on each of them, followed on. Drivers are not."""
+    found, seen, todo = set(), set(), [(ob, bone)]
+    while todo:
+        node = todo.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        o, name = node
+        if name:
+            pb = o.pose.bones.get(name) if o.type == 'ARMATURE' and o.pose is not None else None
+            if pb is None:
+                continue
+            if name in moved.get(o, ()):
+                found.add(o)
+            if pb.parent is not None:
+                todo.append((o, pb.parent.name))
+            todo.append((o, ""))
+            constraints = pb.constraints
+        else:
+            if o.parent is not None:
+                todo.append((o.parent, o.parent_bone if o.parent_type == 'BONE' else ""))
+            constraints = o.constraints
+        for c in constraints:
+            if not rig_reader.is_off(c):
+                todo.extend(_constraint_references(c))
+    return found
+
+
+@dataclass
+class CallOrder:
+    """How one call solves several armatures (``call_order``)."""
+
+    order: list[int]          # indices of the call's armatures, each after the ones it follows
+    follows: list[dict]       # per armature: {index of an armature whose moved bones it follows: what
+                              # follows them ("the target of bone ...", "the armature object")}
+    followed_goals: list[list[int]]  # per armature: its goals whose target follows such bones
+
+    def read_later(self, i: int) -> bool:
+        """Whether some armature of the call follows armature ``i``'s moved bones."""
+        return any(i in f for f in self.follows)
+
+    def notes(self, problems, verb: str) -> list[str]:
+        """'"A" <verb> after "B": <why>', for every armature that follows another's moved bones."""
+        out = []
+        for i in self.order:
+            for j, why in self.follows[i].items():
+                out.append(f'"{problems[i].ob.name}" {verb} after "{problems[j].ob.name}": {why} follows bones that '
+                           f'"{problems[j].ob.name}"\'s goals move')
+        return out
+
+
+def call_order(problems) -> CallOrder:
+    """The order to solve the armatures of one call in (``problems``, one RigProblem each, as the
+    user has them): armature X is solved after armature Y when X follows some bone Y's goals move
+    (``follows_moved_bones``): a goal's target or pole, the armature object itself, or a bone its
+    chains hang from. Otherwise the user's order is kept. Armatures that follow each other's moved
+    bones, directly or through others, cannot be ordered: ReadError naming them and why, before
+    anything is solved or written."""
+    moved = {p.ob: set(p.moved_bones) for p in problems}
+    index = {p.ob: i for i, p in enumerate(problems)}
+    follows, followed_goals = [], []
+    for p in problems:
+        others = {ob: names for ob, names in moved.items() if ob != p.ob}
+        why, goals = {}, []
+        if others:
+            for k, g in enumerate(p.goals):
+                for ref, what in ((g.target, "target"), (g.pole, "pole target")):
+                    if ref is None:
+                        continue
+                    hit = follows_moved_bones(ref.ob, ref.bone, others)
+                    for ob in hit:
+                        why.setdefault(index[ob], f'the {what} of bone "{g.owner or g.bone}" ({ref.describe()})')
+                    if hit and ref is g.target:
+                        goals.append(k)
+            for name in ["", *p.anchors]:
+                for ob in follows_moved_bones(p.ob, name, others):
+                    why.setdefault(index[ob], f'bone "{name}" (above its chains)' if name else "the armature object")
+        follows.append(why)
+        followed_goals.append(goals)
+    order, done = [], set()
+    while len(order) < len(problems):
+        ready = [i for i in range(len(problems)) if i not in done and done.issuperset(follows[i])]
+        if not ready:
+            raise ReadError(_cycle_message(problems, follows, done))
+        order.append(ready[0])
+        done.add(ready[0])
+    return CallOrder(order, follows, followed_goals)
+
+
+def _cycle_message(problems, follows, done) -> str:
+    """The refusal of armatures that follow each other's moved bones: the first cycle among the
+    armatures not ordered (``done`` holds the ones that were)."""
+    path, i = [], min(i for i in range(len(problems)) if i not in done)
+    while i not in path:
+        path.append(i)
+        i = min(j for j in follows[i] if j not in done)
+    cycle = path[path.index(i):]
+    names = [f'"{problems[k].ob.name}"' for k in cycle]
+    who = " and ".join(names) if len(names) == 2 else ", ".join(names[:-1]) + " and " + names[-1]
+    each = "each follow bones the other's goals move" if len(cycle) == 2 else \
+        "follow bones each other's goals move, in a ring"
+    why = "; ".join(f'"{problems[k].ob.name}": {follows[k][cycle[(n + 1) % len(cycle)]]}' for n, k in enumerate(cycle))
+    return (f"Armatures {who} {each} ({why}): Sinew solves an armature after the ones whose bones it follows, so it "
+            "cannot solve these in one call; nothing was changed. Solve or bake them one at a time (only one of them "
+            "in Pose Mode)")
+
+
 def solve_poses(context, obs, settings: Settings, *, key: bool = True, keying=None):
     """Solves every armature of ``obs`` (one engine call each) and writes them only when all could
-    be solved: (results, skipped), where ``skipped`` says which armatures had no goal to solve
-    (with several armatures such an armature is skipped; with one, or when none has a goal,
-    NoGoalsError). Any other ReadError changes nothing."""
+    be solved: (results, skipped, notes), where ``skipped`` says which armatures had no goal to
+    solve (with several armatures such an armature is skipped; with one, or when none has a goal,
+    NoGoalsError). Any other ReadError changes nothing.
+
+    Armatures are solved in ``call_order``: one that follows bones another moves (a target on its
+    bone, a Bone parent) is read and solved again once the other's pose is set, so it aims where
+    that bone is then; ``notes`` says which were ("A" solved after "B": why). All are read and
+    solved first (every refusal before anything changes, a cycle too); the poses are set in that
+    order, then keyed, then every armature is measured. The results are in the order of ``obs``."""
+    several = len(obs) > 1
     pending, skipped = _read_each(obs, lambda ob: prepare_solve(context, ob, settings, key=key), "solve")
+    order = call_order([p.problem for p in pending])
     try:
+        for i in order.order:
+            if order.follows[i]:
+                context.view_layer.update()
+                try:
+                    pending[i] = prepare_solve(context, pending[i].ob, settings, key=key)
+                except ReadError as ex:
+                    raise _armature_error(pending[i].ob, ex, several) from ex
+            pending[i].set_pose()
         for p in pending:
-            p.write(context, keying)
+            p.key_pose(context, keying)
     except BaseException:
         for p in pending:
             p.restore()
         raise
     context.view_layer.update()
     depsgraph = context.evaluated_depsgraph_get()
-    return [p.finish(depsgraph) for p in pending], skipped
+    results = [p.finish(depsgraph, order.followed_goals[i]) for i, p in enumerate(pending)]
+    return results, skipped, order.notes([p.problem for p in pending], "solved")
 
 
 # --------------------------------------------------------------------------------------------
@@ -1212,6 +1371,9 @@ class BakeJob:
         self._saved_frame = (self.scene.frame_current, self.scene.frame_subframe)
         self._saved_pose = _snapshot_pose(ob)
         self.read_seconds = float(read_seconds) + time.perf_counter() - t0
+        # Goals whose target follows bones another armature of the batch moves (BakeBatch):
+        # measured where that target is after every armature is written.
+        self.followed_goals: list[int] = []
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -1469,16 +1631,21 @@ class BakeJob:
             local_scales=local_scales, tree_blend=tree_blend, influence=influence,
             keyed_scales=None if local_scales is None else {n: local_scales[:, idx[n]] for n in moved})
 
-    def write(self):
+    def write(self, scratch: bool = False):
         """3. Writes the keys (nothing before this changed the scene, apart from the current
-        frame and the pose the animation set, which is put back first)."""
+        frame and the pose the animation set, which is put back first). ``scratch``: into a new
+        copy of the current action instead, muting and reducing as the real write does, so that
+        Blender evaluates the baked pose for armatures that follow this one's bones
+        (``BakeBatch``); ``undo_write`` then takes it all back exactly, the user's actions never
+        having been touched."""
         c = self._computed
         t0 = time.perf_counter()
         _restore_pose(self.ob, self._saved_pose)
-        c["action"], c["prev"], c["note"], c["muted"], c["reduction"] = self._write(
-            self.frames, c["moved"], c["moved_rot"], c["root_bone"], c["root_t"], c["compat"], c["keyed_scales"],
-            c["others_values"])
-        c["write_s"] = time.perf_counter() - t0
+        written = self._write(self.frames, c["moved"], c["moved_rot"], c["root_bone"], c["root_t"], c["compat"],
+                              c["keyed_scales"], c["others_values"], scratch=scratch)
+        if not scratch:
+            c["action"], c["prev"], c["note"], c["muted"], c["reduction"] = written
+            c["write_s"] = time.perf_counter() - t0
 
     def measure(self):
         """4. Measures what Blender evaluates from the keys at frames spread over the range, puts
@@ -1496,8 +1663,10 @@ class BakeJob:
                 # target that follows the bones just keyed, where it is now.)
                 at = np.searchsorted(frames, f)
                 depsgraph = self.view_layer.depsgraph
+                # (A target that follows another armature's baked bones, where it is now.)
+                followed = [i for i in self.followed_goals if c["influence"][at, i] >= 1.0]
                 misses[k] = evaluated_misses(p, depsgraph, *checked_targets(p, depsgraph, c["targets"][at],
-                                                                           c["vectors"][at]))
+                                                                           c["vectors"][at], followed))
                 # A goal whose tree's result Blender blends with the pose before IK on this frame
                 # (a pole with influence below 1, or the IK not acting) is not meant to reach it.
                 misses[k][c["tree_blend"][at] < 1.0] = 0.0
@@ -1526,14 +1695,16 @@ class BakeJob:
         # (Its levers are rest lengths: a scale above a chain lengthens them.)
         return slack * np.maximum(1.0, c["goal_scales"])
 
-    def _write(self, frames, moved, moved_rot, root_bone, root_t, compat, scales=None, others_values=None):
+    def _write(self, frames, moved, moved_rot, root_bone, root_t, compat, scales=None, others_values=None, *,
+               scratch: bool = False):
         """Writes the keys (and reduces them, when asked) and mutes the replaced constraints; on
         any failure puts back what ``undo_write`` puts back and re-raises. ``moved``: the bones
         solved, their rotations ``moved_rot`` (F, K, 4) in that order; ``others_values``: None, or
         {bone name: (F, C)} the rotation channels of the other bones keyed (Only Moved Bones off),
         keyed as Blender evaluated them (``keys.write_bake``). ``scales``: None, or {bone name: (F,)
         uniform scale} for the bones whose stretch is keyed; the key reduction leaves those scale
-        keys as they are (one per frame)."""
+        keys as they are (one per frame). ``scratch``: into a new copy of the current action
+        (``keys.assign_scratch_copy``; see ``write``), leaving the warnings as they are."""
         ob, p = self.ob, self.problem
         ad = ob.animation_data
         had_ad = ad is not None
@@ -1545,8 +1716,11 @@ class BakeJob:
                   for c in [ob.pose.bones[bone].constraints.get(name)] if c is not None],
             record=keys.muted_records(ob), actions=set(bpy.data.actions), last_bake=ob.sinew_last_bake)
         try:
+            if scratch:
+                keys.assign_scratch_copy(ob)
             action, prev, note = keys.write_bake(ob, frames, moved, moved_rot, root_bone,
-                                                 root_t if root_bone else None, new_action=self.new_action,
+                                                 root_t if root_bone else None,
+                                                 new_action=self.new_action and not scratch,
                                                  compat=compat, scales=scales, channels=others_values)
             reduction = None
             if self.reduction is not None:  # key reduction (key_reduction.py), undone with the write on failure
@@ -1556,7 +1730,8 @@ class BakeJob:
         except BaseException:
             self.undo_write()
             raise
-        p.warnings.extend(mute_warnings)
+        if not scratch:
+            p.warnings.extend(mute_warnings)
         return action, prev, note, muted, reduction
 
     def undo_write(self):
@@ -1587,10 +1762,21 @@ class BakeJob:
 class BakeBatch:
     """Bakes several armatures, one ``BakeJob`` (one engine call) each: samples and solves all of
     them, then writes all, then measures all, so an error before the writes changes nothing, and
-    an error while writing puts back what the jobs before wrote (``BakeJob.undo_write``)."""
+    an error while writing puts back what the jobs before wrote (``BakeJob.undo_write``).
+
+    They are sampled and solved in ``call_order`` (the constructor refuses armatures that follow
+    each other's moved bones: ReadError, nothing changed). An armature that another follows (its
+    bone is that one's target, pole or Bone parent) is written to a scratch copy of its action
+    once solved (``BakeJob.write(scratch=True)``), so the ones after it sample Blender's pose of
+    its keys; before the real writes every scratch write is taken back exactly (also on an error
+    or Esc). Every armature is measured after all are written, a target that follows another
+    armature's bones where it is then (``CallOrder.followed_goals``)."""
 
     def __init__(self, jobs):
         self.jobs = list(jobs)
+        self.order = call_order([job.problem for job in self.jobs])
+        for job, goals in zip(self.jobs, self.order.followed_goals):
+            job.followed_goals = goals
         self.done = False
 
     @property
@@ -1611,9 +1797,15 @@ class BakeBatch:
         n = len(self.jobs)
         written = []
         try:
-            for i, job in enumerate(self.jobs):
+            for k, i in enumerate(self.order.order):
+                job = self.jobs[i]
                 for progress in job.compute():
-                    yield 0.9 * (i + min(progress / 0.9, 1.0)) / n
+                    yield 0.9 * (k + min(progress / 0.9, 1.0)) / n
+                if self.order.read_later(i):  # the jobs after it sample its keys
+                    job.write(scratch=True)
+                    written.append(job)
+            while written:
+                written.pop().undo_write()
             for job in self.jobs:
                 job.write()  # a job whose write fails puts back its own writes
                 written.append(job)

@@ -27,15 +27,19 @@ def activate(ob):
     ob.select_set(True)
 
 
-def make_chain(n=10, length=0.5, name="Chain", roll_step=0.0):
-    """n connected bones b00..b(n-1) from the origin up +Z (armature space), with rolls."""
+def make_chain(n=10, length=0.5, name="Chain", roll_step=0.0, bend=0.0):
+    """n connected bones b00..b(n-1) from the origin up +Z (armature space), with rolls; with
+    ``bend``, the joints zigzag by that much in Y (the tip back at Y 0), so Blender's IK has a
+    bend to follow."""
     ob = _new_armature(name)
     bpy.ops.object.mode_set(mode='EDIT')
     prev = None
     for i in range(n):
         eb = ob.data.edit_bones.new(f"b{i:02d}")
-        eb.head = (0.0, 0.0, i * length)
-        eb.tail = (0.0, 0.0, (i + 1) * length)
+        y0 = prev.tail.y if prev is not None else 0.0
+        y1 = (bend if i % 2 else -bend) if i < n - 1 else 0.0
+        eb.head = (0.0, y0, i * length)
+        eb.tail = (0.0, y1, (i + 1) * length)
         eb.roll = roll_step * i
         if prev is not None:
             eb.parent = prev
