@@ -938,9 +938,10 @@ def sample_goals_from_fcurves(problem: rig_reader.RigProblem, frames, scene, *, 
     """Every goal's target, orientation and pole over ``frames`` in armature space, as arrays
     (F, G, 3), (F, G, 4) wxyz, (F, G, 3): what ``problem.sample_goals(depsgraph)`` gives after
     ``scene.frame_set(f)`` for each frame, computed from F-curves (``object_world_matrices``)
-    instead. None when a target or pole is a bone, or it or the armature object is not such a
-    plain object (the armature's pose F-curves are left to ``pose_is_static``). With
-    ``with_vectors``, a fourth array (F, G, 3): ``problem.sample_vectors`` per frame."""
+    instead. None when a target or pole is a bone or a vertex group (its mesh may deform), or it
+    or the armature object is not such a plain object (the armature's pose F-curves are left to
+    ``pose_is_static``). With ``with_vectors``, a fourth array (F, G, 3):
+    ``problem.sample_vectors`` per frame."""
     ob = problem.ob
     arm = object_world_matrices(ob, frames, scene, ignore=lambda path: path.startswith("pose."))
     if arm is None:
@@ -952,7 +953,7 @@ def sample_goals_from_fcurves(problem: rig_reader.RigProblem, frames, scene, *, 
     cache = {}
 
     def in_armature_space(ref):
-        if ref.bone:
+        if ref.bone or ref.vertex_group:
             return None
         key = ref.ob.name
         if key not in cache:

@@ -61,13 +61,15 @@ class SinewBoneSettings(bpy.types.PropertyGroup):
     target: PointerProperty(
         name="Target",
         type=bpy.types.Object,
-        description="Object the effector goes to (for an armature, optionally one of its bones)",
+        description="Object the effector goes to (for an armature, optionally one of its bones; for a mesh, one of "
+                    "its vertex groups)",
         update=_changed,
         override=OVERRIDABLE,
     )
     subtarget: StringProperty(
-        name="Bone",
-        description="Bone of the target armature whose head is the target (empty: the object's origin)",
+        name="Bone / Vertex Group",
+        description="Bone of the target armature whose head is the target, or vertex group of the target mesh whose "
+                    "weighted centre is, as Blender's constraints place it (empty: the object's origin)",
         update=_changed,
         override=OVERRIDABLE,
     )
@@ -131,13 +133,15 @@ class SinewBoneSettings(bpy.types.PropertyGroup):
     pole_target: PointerProperty(
         name="Pole Target",
         type=bpy.types.Object,
-        description="Object the chain's bend plane turns toward (for an armature, optionally one of its bones)",
+        description="Object the chain's bend plane turns toward (for an armature, optionally one of its bones; for a "
+                    "mesh, one of its vertex groups)",
         update=_changed,
         override=OVERRIDABLE,
     )
     pole_subtarget: StringProperty(
-        name="Pole Bone",
-        description="Bone of the pole armature whose head is the pole",
+        name="Pole Bone / Vertex Group",
+        description="Bone of the pole armature whose head is the pole, or vertex group of the pole mesh whose weighted "
+                    "centre is",
         update=_changed,
         override=OVERRIDABLE,
     )

@@ -59,19 +59,26 @@ def engine():
 
 @dataclass(frozen=True)
 class TargetRef:
-    """An object, or a bone of an armature object (its head, as Blender's IK uses it)."""
+    """An object, a bone of an armature object (its head, as Blender's IK uses it), or a vertex
+    group of a mesh object (``vertex_group_matrix``: where Blender's constraints put it)."""
 
     ob: object
     bone: str = ""
+    vertex_group: str = ""
     hidden: bool = False  # an object Blender does not evaluate, read from its channels (check_evaluated)
 
     def describe(self) -> str:
-        return f'"{self.ob.name}" bone "{self.bone}"' if self.bone else f'"{self.ob.name}"'
+        if self.bone:
+            return f'"{self.ob.name}" bone "{self.bone}"'
+        if self.vertex_group:
+            return f'"{self.ob.name}" vertex group "{self.vertex_group}"'
+        return f'"{self.ob.name}"'
 
     def world_matrix(self, depsgraph) -> Matrix:
-        """The target's world matrix (for a bone, its pose matrix carried to world space) as
-        ``depsgraph`` evaluates the scene; for a ``hidden`` object (``check_evaluated``), computed
-        from its own transform channels and F-curves at the scene's frame (``plain_matrix``)."""
+        """The target's world matrix (for a bone, its pose matrix carried to world space; for a
+        vertex group, ``vertex_group_matrix`` of the evaluated mesh) as ``depsgraph`` evaluates
+        the scene; for a ``hidden`` object (``check_evaluated``), computed from its own transform
+        channels and F-curves at the scene's frame (``plain_matrix``)."""
         if self.hidden:
             m = plain_matrix(self.ob, depsgraph.scene)
             if m is None:  # (check_evaluated let only plain objects through)
@@ -80,7 +87,64 @@ class TargetRef:
         ob_eval = self.ob.evaluated_get(depsgraph)
         if self.bone:
             return ob_eval.matrix_world @ ob_eval.pose.bones[self.bone].matrix
+        if self.vertex_group:
+            m = vertex_group_matrix(ob_eval, self.vertex_group)
+            if m is None:
+                raise ReadError(
+                    f'Vertex group "{self.vertex_group}" of mesh "{self.ob.name}" has no vertex with a weight above 0 '
+                    f"at frame {depsgraph.scene.frame_current} (Blender's IK then aims at the mesh's origin): assign "
+                    "vertices to the group, or clear the Vertex Group field to aim at the origin; nothing was changed")
+            return m
         return ob_eval.matrix_world.copy()
+
+
+def vertex_group_matrix(ob_eval, name: str) -> Matrix | None:
+    """Where Blender's constraints put a target that is vertex group ``name`` of the evaluated
+    mesh object ``ob_eval`` (``contarget_get_mesh_mat`` in Blender's constraint.cc), as a world
+    matrix; None when no vertex has a weight above 0 in the group (Blender then takes the
+    object's origin with no rotation, a degenerate matrix), and the object's own matrix when it
+    has no such group (as Blender).
+
+    Blender's rule, read from the evaluated mesh (after shape keys and modifiers, with the
+    weights as its modifiers leave them): the point is the mean of the vertices whose weight in
+    the group is above 0, each weighted by its weight, carried to world space by the object's
+    matrix. The rotation comes from the same weighted mean of their vertex normals, carried by
+    the inverse transpose of the object's 3x3 matrix and normalised: that is the Z axis; X is
+    Z × the object's Y axis as that inverse transpose carries it (or its X axis, when that
+    cross product is shorter than 1e-3), Y is Z × X; each axis normalised."""
+    obmat = ob_eval.matrix_world
+    group = ob_eval.vertex_groups.find(name)
+    if group < 0:
+        return obmat.copy()
+    me = ob_eval.data
+    members, weights = [], []
+    for v in me.vertices:
+        for g in v.groups:
+            if g.group == group:
+                if g.weight > 0.0:
+                    members.append(v.index)
+                    weights.append(g.weight)
+                break
+    if not members:
+        return None
+    n = len(me.vertices)
+    co = np.empty(3 * n, dtype=np.float32)
+    me.vertices.foreach_get("co", co)
+    normals = np.empty(3 * n, dtype=np.float32)
+    me.vertex_normals.foreach_get("vector", normals)
+    w = np.asarray(weights, dtype=np.float64)[:, None]
+    total = float(w.sum())
+    centre = (co.reshape(n, 3)[members] * w).sum(axis=0) / total
+    normal = (normals.reshape(n, 3)[members] * w).sum(axis=0) / total
+    carry = obmat.to_3x3().inverted_safe().transposed()
+    z = (carry @ Vector(normal.tolist())).normalized()
+    x = z.cross(carry.col[1])
+    if x.length_squared < 1e-6:
+        x = z.cross(carry.col[0])
+    y = z.cross(x)
+    m = Matrix((x.normalized(), y.normalized(), z.normalized())).transposed().to_4x4()  # (the axes as columns)
+    m.translation = obmat @ Vector(centre.tolist())
+    return m
 
 
 def plain_matrix(ob, scene) -> Matrix | None:
@@ -113,8 +177,9 @@ def check_evaluated(goals, depsgraph) -> list[GoalSpec]:
     constraint, so one disabled in viewports (the monitor icon) or in an excluded or disabled
     collection is not evaluated, and its matrix stays where it was last shown: reading it would
     solve for a stale place. Such a target (or pole) is read from its own channels and F-curves
-    (``plain_matrix``) when it is a plain object, which gives exactly its place; a bone, or an
-    object with a parent, constraints or drivers, is refused. A Line, Plane or Half-Space goal's
+    (``plain_matrix``) when it is a plain object, which gives exactly its place; a bone, a vertex
+    group (its mesh would be stale too), or an object with a parent, constraints or drivers, is
+    refused. A Line, Plane or Half-Space goal's
     direction or normal is an axis of its target, read the same way. (Whether Blender evaluates an
     object is read from ``depsgraph.ids``, which leaves out an object evaluated only as a visible
     object's parent: such a target is refused too, safely.)"""
@@ -125,12 +190,17 @@ def check_evaluated(goals, depsgraph) -> list[GoalSpec]:
         for ref, what in ((g.target, "target"), (g.pole, "pole target")):
             if ref is None or ref.ob.as_pointer() in evaluated:
                 continue
-            if not ref.bone and plain_matrix(ref.ob, depsgraph.scene) is not None:
+            if not ref.bone and not ref.vertex_group and plain_matrix(ref.ob, depsgraph.scene) is not None:
                 refs["target" if what == "target" else "pole"] = replace(ref, hidden=True)
                 continue
             goal = "Sinew goal" if g.tree < 0 else f'IK constraint "{g.constraint}"'
-            plain = ("" if ref.bone else " (Sinew reads a hidden target only when it is a plain object: no parent, no "
-                     "constraints, no drivers, animated only by its own keys)")
+            if ref.vertex_group:
+                plain = " (a vertex group is read from the mesh as Blender evaluates it)"
+            elif ref.bone:
+                plain = ""
+            else:
+                plain = (" (Sinew reads a hidden target only when it is a plain object: no parent, no constraints, no "
+                         "drivers, animated only by its own keys)")
             raise ReadError(
                 f'Bone "{g.owner or g.bone}": the {goal}\'s {what} {ref.describe()} is not evaluated by Blender '
                 f"({not_evaluated_reason(ref.ob)}), so Sinew cannot know where it is{plain}. Enable it in viewports "
@@ -215,18 +285,74 @@ def _deleted(ob) -> bool:
     return ob.library is None and not ob.users_collection and not ob.users_scene
 
 
-def _check_target(ob, bone_name, what, owner) -> TargetRef:
+def _check_target(ob, subtarget, what, owner) -> TargetRef:
+    """A Sinew goal's target or pole (``what``: "Sinew goal" or "Sinew pole"): object ``ob``, or
+    its bone or vertex group ``subtarget`` (``vertex_group_ref``); ReadError naming bone ``owner``
+    for a missing or deleted object, or a subtarget it does not have."""
     if ob is None:
         raise ReadError(f'Bone "{owner}": {what} target is missing')
     if _deleted(ob):
         raise ReadError(f'Bone "{owner}": {what} target "{ob.name}" was deleted from the scene (it is in no '
                         "collection); pick another target")
-    if bone_name:
+    if subtarget:
+        if ob.type in VERTEX_GROUP_TYPES:
+            if ob.vertex_groups.get(subtarget) is None:
+                raise ReadError(f'Bone "{owner}": {what} target "{ob.name}" has no vertex group "{subtarget}"')
+            return vertex_group_ref(ob, subtarget, f'Bone "{owner}"', f"{what} target")
         if ob.type != 'ARMATURE':
-            raise ReadError(f'Bone "{owner}": {what} target "{ob.name}" is not an armature, so it has no bone "{bone_name}"')
-        if ob.pose is None or ob.pose.bones.get(bone_name) is None:
-            raise ReadError(f'Bone "{owner}": {what} target armature "{ob.name}" has no bone "{bone_name}"')
-    return TargetRef(ob, bone_name)
+            raise ReadError(f'Bone "{owner}": {what} target "{ob.name}" is not an armature or a mesh, so it has no '
+                            f'bone or vertex group "{subtarget}": clear that field under the target')
+        if ob.pose is None or ob.pose.bones.get(subtarget) is None:
+            raise ReadError(f'Bone "{owner}": {what} target armature "{ob.name}" has no bone "{subtarget}"')
+    return TargetRef(ob, subtarget)
+
+
+# Object types whose vertex groups a constraint's target can name (Blender's
+# OB_TYPE_SUPPORT_VGROUP); Sinew reads a mesh's (vertex_group_matrix), not a lattice's.
+VERTEX_GROUP_TYPES = ('MESH', 'LATTICE')
+
+
+def vertex_group_ref(ob, name: str, where: str, what: str) -> TargetRef:
+    """The target or pole (``what``, for the message after ``where``) that is vertex group
+    ``name`` of object ``ob`` (a ``VERTEX_GROUP_TYPES`` object that has the group). ReadError,
+    changing nothing, for a lattice's group (Blender's IK aims at the plain mean of the lattice
+    points in it, as its modifiers and shape keys deform them, which Sinew does not read) and for
+    a mesh in Edit Mode (Blender then reads the group from the edit mesh, unevaluated)."""
+    if ob.type == 'LATTICE':
+        raise ReadError(
+            f'{where}: the {what} is vertex group "{name}" of lattice "{ob.name}", which Sinew cannot read (it reads '
+            f"a mesh's vertex groups). Add an Empty parented to those lattice points (Parent type Vertex or Vertex "
+            f"(Triangle)) and make it the {what} instead; nothing was changed")
+    if ob.mode == 'EDIT':
+        raise ReadError(
+            f'{where}: the {what} is vertex group "{name}" of mesh "{ob.name}", which is in Edit Mode (Blender then '
+            f'reads the group from the edit mesh, which Sinew cannot): leave Edit Mode on "{ob.name}"; nothing was '
+            "changed")
+    return TargetRef(ob, vertex_group=name)
+
+
+def _constraint_ref(ob, subtarget: str, where: str, what: str, warnings: list[str]) -> TargetRef:
+    """An IK constraint's target or pole (``what``) as Blender's IK reads it
+    (``constraint_target_to_mat4``): a bone of an armature, a vertex group of a mesh
+    (``vertex_group_ref``, which refuses a lattice's), else the object: Blender ignores the name
+    on other objects, and takes the object's origin for a vertex group the object does not have
+    (with a warning here)."""
+    if not subtarget or ob.type not in ('ARMATURE', *VERTEX_GROUP_TYPES):
+        return TargetRef(ob)
+    if ob.type == 'ARMATURE':
+        return TargetRef(ob, subtarget)
+    if ob.vertex_groups.get(subtarget) is None:
+        warnings.append(f'{where} names vertex group "{subtarget}", which "{ob.name}" does not have: Blender\'s IK '
+                        f"then aims its {what} at the object's origin, and so does Sinew")
+        return TargetRef(ob)
+    return vertex_group_ref(ob, subtarget, where, what)
+
+
+def deforms(arm_ob, ob) -> bool:
+    """Whether armature object ``arm_ob`` deforms object ``ob``'s mesh: an Armature modifier of
+    ``ob`` on it (shown in the viewport), or an Armature parent."""
+    return ((ob.parent == arm_ob and ob.parent_type == 'ARMATURE')
+            or any(m.type == 'ARMATURE' and m.object == arm_ob and m.show_viewport for m in ob.modifiers))
 
 
 @dataclass
@@ -396,12 +522,11 @@ def _tree_goal(ob, t: IKTarget, tree_index: int, tree: IKTree, itasc: bool, warn
     if c.pole_target is not None:
         if c.pole_target.type == 'ARMATURE' and c.pole_subtarget and c.pole_target.pose.bones.get(c.pole_subtarget) is None:
             warnings.append(f'{where} pole bone "{c.pole_subtarget}" is missing; pole ignored')
-        else:
-            pole = TargetRef(c.pole_target, c.pole_subtarget if c.pole_target.type == 'ARMATURE' else "")
-    sub = c.subtarget if c.target.type == 'ARMATURE' else ""
+        elif t.active:  # (only an acting constraint's pole turns the chain)
+            pole = _constraint_ref(c.pole_target, c.pole_subtarget, where, "pole target", warnings)
     # (A muted constraint that holds its tip needs no target: any reference will do, the goal
     # is moved all the way to the tip's place before IK.)
-    target = TargetRef(ob, "") if holding else TargetRef(c.target, sub)
+    target = TargetRef(ob, "") if holding else _constraint_ref(c.target, c.subtarget, where, "target", warnings)
     # Without use_tail Blender leaves the constrained bone out of the chain: its parent is the
     # chain's tip, and the parent's tail (and, with use_rotation, its orientation) is what goes
     # to the target; chain_count counts from the parent.
@@ -413,7 +538,7 @@ def _tree_goal(ob, t: IKTarget, tree_index: int, tree: IKTree, itasc: bool, warn
         # Influence is applied as Blender's IK applies it (RigProblem.blend_goals and
         # blend_result), not through the weight.
         weight=c.weight, influence=goal_blend, use_orientation=c.use_rotation, chain_length=c.chain_count,
-        pole=pole if t.active else None, pole_angle=c.pole_angle, source=source, constraint=c.name,
+        pole=pole, pole_angle=c.pole_angle, source=source, constraint=c.name,
         tree=tree_index, tree_blend=blend, stretch=tree.stretch, owner=owner,
     )
 
@@ -1511,6 +1636,13 @@ def read(ob, *, need_goals: bool = True, depsgraph=None, only_selected: bool = F
                                     "its position is taken from before the solve")
                     if ref is g.target and g.tree < 0:  # (a Sinew goal: its influence is 1)
                         problem.moving_targets.append(i)
+            elif ref is not None and ref.vertex_group and deforms(ob, ref.ob):
+                # (Blender's IK has a dependency cycle there.)
+                warnings.append(f'Bone "{g.bone}": vertex group "{ref.vertex_group}" of mesh "{ref.ob.name}" is '
+                                "deformed by this armature, so it may move with the bones Sinew moves; its position "
+                                "is taken from before the solve")
+                if ref is g.target and g.tree < 0:
+                    problem.moving_targets.append(i)
     return problem
 
 

@@ -22,11 +22,20 @@ def _pose_bone(context):
 
 
 def draw_target(layout, s, prop, sub_prop, label):
+    """The target object and, as Blender's constraints show it, its bone (an armature) or vertex
+    group (a mesh); for another object, the field only while it holds a name (left from an
+    earlier target, or a lattice's vertex group, which Sinew refuses), so that it can be cleared."""
     col = layout.column(align=True)
     col.prop(s, prop, text=label)
     ob = getattr(s, prop)
-    if ob is not None and ob.type == 'ARMATURE':
+    if ob is None:
+        return
+    if ob.type == 'ARMATURE':
         col.prop_search(s, sub_prop, ob.data, "bones", text="Bone")
+    elif ob.type == 'MESH':
+        col.prop_search(s, sub_prop, ob, "vertex_groups", text="Vertex Group")
+    elif getattr(s, sub_prop):
+        col.prop(s, sub_prop)
 
 
 # What the axis of a Line, Plane or Half-Space goal's target is, per kind (the label of goal_axis).

@@ -37,6 +37,9 @@ class Recorder:
     def prop(self, data, name, text=None, **_kw):
         self.log.append(("prop", name, text))
 
+    def prop_search(self, data, name, search_data, search_name, text=None, **_kw):
+        self.log.append(("prop_search", name, (search_name, text)))
+
     def label(self, text="", **_kw):
         self.log.append(("label", text, None))
 
@@ -177,6 +180,29 @@ def test_bone_panel_says_little(addon):
     labels = [text for kind, text, _ in log if kind == "label"]
     assert labels and all(len(t) <= 40 for t in labels), labels
     assert addon.ui.BONE_PT_sinew.bl_description  # the rest is the header's tooltip
+
+
+def test_the_goal_panel_offers_a_bone_or_a_vertex_group_as_the_target_does(addon):
+    """An armature's bones, a mesh's vertex groups (as Blender's constraints offer them); for any
+    other object the field only while it holds a name left from an earlier target, so that the
+    name the read refuses can be cleared."""
+    ob = R.make_chain(2)
+    s = R.set_goal(ob, "b01", R.add_empty("T"))
+    mesh = bpy.data.objects.new("Hand", bpy.data.meshes.new("Hand"))
+    bpy.context.scene.collection.objects.link(mesh)
+
+    def subtarget_rows():
+        log = Recorder([])
+        addon.ui.draw_goal(log, ob.pose.bones["b01"])
+        return [(kind, detail) for kind, name, detail in log.log if name == "subtarget"]
+
+    assert subtarget_rows() == []
+    s.subtarget = "b00"  # left from an armature target
+    assert subtarget_rows() == [("prop", None)]
+    s.target = ob
+    assert subtarget_rows() == [("prop_search", ("bones", "Bone"))]
+    s.target, s.subtarget = mesh, ""
+    assert subtarget_rows() == [("prop_search", ("vertex_groups", "Vertex Group"))]
 
 
 def test_export_file_browser_shows_only_options_that_change_the_file(tmp_path):
