@@ -245,11 +245,15 @@ def itasc_note(ob, settings: Settings) -> str | None:
     if pose is None or pose.ik_solver != 'ITASC':
         return None
     p = pose.ik_param
+    # (What rig_reader reads of an IK constraint and of a bone, and what it does not.)
     return (f'Armature "{ob.name}" is set to the iTaSC IK solver; Sinew solved it with its own solver '
             f"({method_label(settings.method)}, {settings.max_iterations} iterations, tolerance {settings.tolerance:g}, root {settings.root}), "
-            "taking target, pole, chain length, Use Tail, Rotation, weight and the bones' IK limits from the rig. "
-            f"iTaSC's own settings (mode {p.mode.title()}, solver {p.solver}, precision {p.precision:g}, "
-            f"{p.iterations} iterations) and its per-constraint weights were not used")
+            "taking each IK constraint's target, pole, chain length, Use Tail, Stretch, Position weight, Rotation "
+            "(on or off) and influence, and the bones' IK limits, stiffness and IK Stretch from the rig. "
+            f"Not used: iTaSC's own settings (mode {p.mode.title()}, solver {p.solver}, precision {p.precision:g}, "
+            f"{p.iterations} iterations and the rest of its panel), the constraints' Axis Reference, Lock X/Y/Z "
+            "(under Position and Rotation) and Rotation weight (Orientation Weight), and the bones' Control Rotation "
+            "and IK Rotation Weight")
 
 
 def goal_report(problem: rig_reader.RigProblem, residuals, orientation_residuals) -> str:

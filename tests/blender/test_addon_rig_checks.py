@@ -361,12 +361,41 @@ def test_itasc_rig_is_solved_by_sinew_and_the_report_says_so(capfd):
     out = capfd.readouterr().out
     assert ('Armature "Chain" is set to the iTaSC IK solver; Sinew solved it with its own solver '
             "(FABRIK, 50 iterations, tolerance 0.0001, root pinned)") in out
-    assert "7 iterations) and its per-constraint weights were not used" in out
+    # What it names as unused is what Sinew does not read: the constraint's Weight (iTaSC's
+    # position weight) it does read.
+    assert ("taking each IK constraint's target, pole, chain length, Use Tail, Stretch, Position weight, Rotation (on "
+            "or off) and influence, and the bones' IK limits, stiffness and IK Stretch from the rig. Not used: iTaSC's "
+            "own settings (mode Animation, solver SDLS, precision 0.005, 7 iterations and the rest of its panel), the "
+            "constraints' Axis Reference, Lock X/Y/Z (under Position and Rotation) and Rotation weight (Orientation "
+            "Weight), and the bones' Control Rotation and IK Rotation Weight") in out
+    assert "per-constraint weights" not in out
     con.mute = True
     assert (R.world_tail(ob, "b03") - t.location).length < TOL  # Sinew's keyed pose alone reaches
     con.mute = False
     assert bpy.ops.sinew.bake(frame_start=1, frame_end=3) == {'FINISHED'}
     assert "is set to the iTaSC IK solver" in capfd.readouterr().out
+
+
+def test_itasc_position_weight_is_used_as_the_note_says(capfd):
+    """Two goals that cannot both be met share the miss by their constraints' Weight (iTaSC's
+    position weight, which the note lists among what Sinew takes): lowering one's Weight moves
+    the miss onto it."""
+    misses = {}
+    for weight in (1.0, 0.05):
+        bpy.ops.wm.read_homefile(use_empty=True)
+        ob = R.make_ybranch()
+        ob.pose.ik_solver = 'ITASC'
+        tl, tr = R.add_empty("TL", (1.8, 0.0, 0.6)), R.add_empty("TR", (-0.4, 0.9, 2.6))
+        cl = ob.pose.bones["L2"].constraints.new('IK')
+        cl.target, cl.chain_count, cl.weight = tl, 6, weight
+        cr = ob.pose.bones["R2"].constraints.new('IK')
+        cr.target, cr.chain_count = tr, 6
+        R.activate(ob)
+        assert bpy.ops.sinew.solve() == {'FINISHED'}
+        assert "Position weight" in capfd.readouterr().out
+        cl.mute = cr.mute = True
+        misses[weight] = (R.world_tail(ob, "L2") - tl.location).length
+    assert misses[0.05] > misses[1.0] + 0.05, misses
 
 
 def test_itasc_distance_constraint_is_refused():
