@@ -229,17 +229,22 @@ def key_with_keying_set(context, ob, names, frame, ks, root_bone=None, key_scale
 SLOTTED = hasattr(bpy.types, "ActionSlot")
 
 
-def first_suitable_slot(act, id_type: str):
-    """``anim_utils.action_get_first_suitable_slot`` (Blender 5.0+); 4.4 and 4.5 have slotted
-    actions but not that helper (a slot's type is ``target_id_type`` there, ``id_root`` in 4.4)."""
-    helper = getattr(anim_utils, "action_get_first_suitable_slot", None)
-    if helper is not None:
-        return helper(act, id_type)
-    for slot in act.slots:
-        kind = getattr(slot, "target_id_type", None) or getattr(slot, "id_root", None)
-        if kind in ('UNSPECIFIED', id_type):
-            return slot
-    return None
+def _has_id_type(slot) -> bool:
+    """Whether ``slot`` is bound to an ID type (``target_id_type``; ``id_root`` in 4.4), as it is
+    once any ID has used it."""
+    kind = getattr(slot, "target_id_type", None) or getattr(slot, "id_root", None)
+    return kind not in (None, 'UNSPECIFIED')
+
+
+def slot_for_keying(act, ob):
+    """The slot of action ``act`` that keys for ``ob`` go into when ``act`` is assigned to ``ob``
+    with no slot, as Blender's own keying picks it (``assign_action_ensure_slot_for_keying``): the
+    action's only slot while it is bound to no ID type (then no ID uses it), else a new slot for
+    ``ob``. Never a slot another ID uses: Blender leaves the slot empty when another armature's
+    action is picked in the Action selector, and its slots are that armature's."""
+    if len(act.slots) == 1 and not _has_id_type(act.slots[0]):
+        return act.slots[0]
+    return act.slots.new(id_type='OBJECT', name=ob.name)
 
 
 def ensure_channelbag(act, slot):
@@ -255,6 +260,11 @@ def ensure_channelbag(act, slot):
 
 def bake_action_name(ob) -> str:
     return f"{ob.name}_Sinew"
+
+
+def assigned_slot(ob):
+    """``ob``'s action slot (None when it has none, or on 4.2/4.3)."""
+    return getattr(ob.animation_data, "action_slot", None) if ob.animation_data is not None else None
 
 
 def is_sinew_bake_of(act, ob) -> bool:
@@ -312,9 +322,11 @@ def prepare_action(ob, new_action: bool):
     ``new_action``: when the current action is the user's own, a new action named
     ``<object>_Sinew`` that starts as a copy of it (so every other channel's animation carries
     over) is assigned, and the user's action gets a fake user so it is never lost. When the
-    current action is already a Sinew bake used only by ``ob``, the bake goes into it again (its
-    keys in the range are replaced): bakes do not pile up, and the user's action stays the one
-    kept safe. Otherwise (``new_action`` off) the current action, created if there is none."""
+    current action is already a Sinew bake used only by ``ob`` (``is_sinew_bake_of``), the bake
+    goes into it again (its keys in the range are replaced): bakes do not pile up, and the user's
+    action stays the one kept safe. Otherwise (``new_action`` off) the current action, created if
+    there is none. The slot is ``ob``'s (the same slot of the copy), or where ``ob`` has none, what
+    Blender's keying gives it (``slot_for_keying``): never another ID's."""
     ad = ob.animation_data or ob.animation_data_create()
     prev = ad.action
     slot = getattr(ad, "action_slot", None)
@@ -345,20 +357,19 @@ def prepare_action(ob, new_action: bool):
         return act, None, prev, note
     slot = ad.action_slot
     if slot is None:
-        slot = first_suitable_slot(act, 'OBJECT') or act.slots.new(id_type='OBJECT', name=ob.name)
+        slot = slot_for_keying(act, ob)
         ad.action_slot = slot
     return act, slot, prev, note
 
 
 def _assign_action(ad, act, slot_identifier) -> None:
     """Assigns action ``act`` to animation data ``ad``, on its slot named ``slot_identifier`` (the
-    slot the action it replaces was on) when it has one."""
+    slot the action it replaces was on) when it has one, else on no slot (``slot_for_keying``
+    then gives it one of its own)."""
     ad.action = act
-    if SLOTTED and slot_identifier is not None:
-        for slot in act.slots:
-            if slot.identifier == slot_identifier:
-                ad.action_slot = slot
-                break
+    if SLOTTED:  # the slot the replaced action had, or none (not the one assigning picks)
+        ad.action_slot = next((s for s in act.slots if s.identifier == slot_identifier), None) \
+            if slot_identifier is not None else None
 
 
 def assign_scratch_copy(ob) -> None:

@@ -1715,7 +1715,8 @@ class BakeJob:
         had_ad = ad is not None
         saved_action = ad.action if had_ad else None
         self._undo = dict(
-            had_ad=had_ad, action=saved_action, slot=getattr(ad, "action_slot", None) if had_ad else None,
+            had_ad=had_ad, action=saved_action, slot=keys.assigned_slot(ob),
+            slots=set(s.handle for s in saved_action.slots) if keys.SLOTTED and saved_action is not None else None,
             fake=saved_action.use_fake_user if saved_action is not None else None,
             cons=[(c, c.mute, c.influence) for bone, name in p.replaced
                   for c in [ob.pose.bones[bone].constraints.get(name)] if c is not None],
@@ -1742,19 +1743,23 @@ class BakeJob:
     def undo_write(self):
         """Puts back what ``write`` changed: the action assignment and slot, the fake user, the
         constraint mutes and the record of them, the last bake's results; removes the actions it
-        made (keys written into the user's own action with New Action off are not restored)."""
+        made, and the slot it added to the user's action for an armature that had none (keys written
+        into a slot the user's action had, with New Action off, are not restored)."""
         u = getattr(self, "_undo", None)
         if u is None:
             return
         ob = self.ob
         if u["had_ad"]:
             ob.animation_data.action = u["action"]
-            if u["slot"] is not None and keys.SLOTTED:
+            if keys.SLOTTED and u["action"] is not None:
                 ob.animation_data.action_slot = u["slot"]
         elif ob.animation_data is not None:
             ob.animation_data_clear()
         if u["action"] is not None and u["action"].is_editable:
             u["action"].use_fake_user = u["fake"]
+            if u["slots"] is not None:
+                for slot in [s for s in u["action"].slots if s.handle not in u["slots"]]:
+                    u["action"].slots.remove(slot)
         for act in set(bpy.data.actions) - u["actions"]:
             bpy.data.actions.remove(act)
         for c, mute, influence in u["cons"]:

@@ -1,9 +1,10 @@
 """What bakes do to actions and constraints: Restore IK Constraints, the "no IK goals" report,
 NLA tweak mode, an action layered over NLA strips, Time Stretching, bakes that replace their own
-action instead of piling up, negative frames."""
+action instead of piling up, actions and slots other armatures play, negative frames."""
 
 import bpy
 import pytest
+from mathutils import Quaternion
 
 import sinew_rigs as R
 
@@ -378,6 +379,91 @@ def test_a_shared_or_protected_bake_action_is_not_baked_over():
     assert second.sinew_original == first.sinew_original
 
 
+# -- Actions another armature uses: never baked into behind its back ------------------------
+
+
+def _fk_keyed_chain(name, dx):
+    """A 4-bone chain at x = ``dx`` with FK keys on every bone at frames 1 and 20 (its own action)."""
+    ob = R.make_chain(4, name=name, roll_step=0.2)
+    ob.location.x = dx
+    for f in (1, 20):
+        for i, pb in enumerate(ob.pose.bones):
+            pb.rotation_quaternion = Quaternion((1.0, 0.0, 0.0), 0.05 * f + 0.1 * i)
+            pb.keyframe_insert("rotation_quaternion", frame=f, group=pb.name)
+    return ob
+
+
+def _evaluated_rotations(ob, frames=range(1, 21)):
+    """Blender's evaluated rotation (armature space) of every bone of ``ob`` at each of ``frames``."""
+    out = []
+    for f in frames:
+        bpy.context.scene.frame_set(f)
+        e = ob.evaluated_get(R.depsgraph())
+        out.append([pb.matrix.to_quaternion() for pb in e.pose.bones])
+    return out
+
+
+def _largest_turn(before, after):
+    return max(a.rotation_difference(b).angle for fa, fb in zip(before, after) for a, b in zip(fa, fb))
+
+
+def _shared(how):
+    """A1 (IK chain on an animated empty, no keys of its own) and A2 (FK keys, no IK), sharing A2's
+    action: "action" as picking it in A1's Action selector gives it (A1's slot empty: A2's slot
+    is not suitable for A1; on 4.2/4.3, which have no slots, A1 then plays A2's keys), "slot"
+    with A2's slot too (instanced animation), "nla" in an NLA strip of A2 (with its slot), A2's
+    active action being another one."""
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 20
+    a2 = _fk_keyed_chain("A2", 3.0)
+    act = a2.animation_data.action
+    a1, t, con = _ik_chain()
+    a1.name = "A1"
+    ad = a1.animation_data_create()
+    ad.action = act
+    if how == "slot" and R.SLOTTED:
+        ad.action_slot = a2.animation_data.action_slot
+    elif how == "nla":
+        a2.animation_data.nla_tracks.new().strips.new("Walk", 1, act)
+        a2.animation_data.action = None
+        if R.SLOTTED:
+            ad.action_slot = a2.animation_data.nla_tracks[0].strips[0].action_slot
+    if how == "action" and R.SLOTTED:
+        assert ad.action_slot is None
+    R.activate(a1)
+    scene.frame_set(1)
+    return a1, a2, t, con, act
+
+
+@pytest.mark.skipif(not R.SLOTTED, reason="Blender 4.2/4.3 have no action slots")
+@pytest.mark.parametrize("new_action", [False, True])
+def test_a_bake_gives_an_armature_with_no_slot_a_slot_of_its_own(new_action):
+    """A1 is given A2's action, with no slot (QA: the bake went into A2's slot: New Action off
+    turned A2's bones by up to 3.06 rad; New Action on had A1 play A2's keys, missing by 1.28).
+    As Blender's keying does, A1 gets a new slot of its own; A2's keys and pose do not change, and
+    A1 reaches its target on every frame."""
+    scene = bpy.context.scene
+    a1, a2, t, con, act = _shared("action")
+    a2_slot = a2.animation_data.action_slot
+    before, a2_pose = R.action_snapshot(act), _evaluated_rotations(a2)
+    scene.frame_set(1)
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=20, new_action=new_action) == {'FINISHED'}
+    ad = a1.animation_data
+    assert (ad.action.name == "A1_Sinew") == new_action and (ad.action == act) != new_action
+    assert ad.action_slot.identifier == "OBA1" and ad.action_slot.identifier != a2_slot.identifier
+    if new_action:
+        assert R.same_snapshot(R.action_snapshot(act), before)
+    else:  # A1's keys went into a slot of its own; A2's are as they were
+        after = R.action_snapshot(act)
+        assert {k: v for k, v in after.items() if k[0] != "OBA1"}.keys() == before.keys()
+        assert R.same_snapshot({k: v for k, v in after.items() if k[0] != "OBA1"}, before)
+    assert a2.animation_data.action == act and a2.animation_data.action_slot == a2_slot
+    assert _largest_turn(a2_pose, _evaluated_rotations(a2)) < 1e-6
+    for f in range(1, 21):
+        scene.frame_set(f)
+        assert (R.world_tail(a1, "b03") - R.world_location(t)).length < 1e-3, f
+
+
 def test_negative_frames_bake():
     scene = bpy.context.scene
     ob, t, con = _ik_chain(target_keys={-30: (0.5, 0.0, 1.4), -10: (-0.4, 0.3, 1.3), 5: (0.2, 0.4, 1.5)})
@@ -413,6 +499,24 @@ def test_a_bake_that_fails_while_writing_leaves_the_scene_as_it_was(addon, monke
     assert R.same_snapshot(R.action_snapshot(prev), before)
     assert R.pose_snapshot(ob) == snap and scene.frame_current == 4
     assert not con.mute and ob.sinew_muted == ""
+
+
+@pytest.mark.skipif(not R.SLOTTED, reason="Blender 4.2/4.3 have no action slots")
+def test_a_bake_that_fails_while_writing_takes_back_the_slot_it_gave(addon, monkeypatch):
+    """A1 has A2's action and no slot: the bake that fails after writing into a new slot "OBA1"
+    leaves A1 with no slot again and the action without "OBA1", its keys as they were."""
+    a1, a2, t, con, act = _shared("action")
+    before = R.action_snapshot(act)
+
+    def broken(*_args, **_kw):
+        raise ValueError("simulated failure while muting")
+
+    monkeypatch.setattr(addon.keys, "mute_constraints", broken)
+    with pytest.raises(RuntimeError, match=r"simulated failure while muting.*nothing was changed"):
+        bpy.ops.sinew.bake(frame_start=1, frame_end=20, new_action=False)
+    assert a1.animation_data.action == act and a1.animation_data.action_slot is None
+    assert [s.identifier for s in act.slots] == ["OBA2"] and R.same_snapshot(R.action_snapshot(act), before)
+    assert a2.animation_data.action_slot == act.slots[0] and not con.mute
 
 
 def test_solve_in_nla_tweak_mode_keys_the_tweaked_action_at_the_mapped_frame(capfd):
