@@ -262,16 +262,59 @@ def bake_action_name(ob) -> str:
     return f"{ob.name}_Sinew"
 
 
+def _action_uses(id_):
+    """Every use of an action by ID ``id_``, as (action, slot handle; None on 4.2/4.3): its
+    animation data's action (and the one kept aside while an NLA strip is tweaked), its NLA strips
+    (meta strips' too), its Action constraints (its pose bones' too)."""
+    ad = getattr(id_, "animation_data", None)
+    if ad is not None:
+        yield ad.action, getattr(ad, "action_slot_handle", None)
+        yield ad.action_tweak_storage, getattr(ad, "action_slot_handle_tweak_storage", None)
+        strips = [strip for track in ad.nla_tracks for strip in track.strips]
+        while strips:
+            strip = strips.pop()
+            yield strip.action, getattr(strip, "action_slot_handle", None)
+            strips += strip.strips
+    constraints = list(getattr(id_, "constraints", ()))
+    pose = getattr(id_, "pose", None)
+    for pb in pose.bones if pose is not None else ():
+        constraints += pb.constraints
+    for c in constraints:
+        if c.type == 'ACTION':
+            yield c.action, getattr(c, "action_slot_handle", None)
+
+
+def other_users(ob, act, slot) -> list:
+    """The IDs other than ``ob`` that keys written into action ``act`` for ``ob`` would change:
+    those animated by ``slot`` of it (``ob``'s slot; None when ``ob`` has none yet and gets one of
+    its own, ``slot_for_keying``: no other), or on Blender 4.2/4.3, which have no slots, by the
+    action itself: as its action, in an NLA strip or through an Action constraint. (Read from
+    ``bpy.data.user_map`` and each ID's uses: ``ActionSlot.users()`` crashes Blender 4.5-5.2 while
+    an armature object without a pose, one never evaluated, is in the file.)"""
+    if act is None or (SLOTTED and slot is None):
+        return []
+    handle = slot.handle if SLOTTED else None
+    return [id_ for id_ in bpy.data.user_map(subset=[act]).get(act, ())
+            if id_ != ob and any(a == act and h == handle for a, h in _action_uses(id_))]
+
+
+def describe_ids(ids) -> str:
+    """IDs named for a message: an object by its name, any other ID with its type."""
+    return ", ".join(f'"{i.name}"' if i.id_type == 'OBJECT' else f'{i.id_type.lower().replace("_", " ")} "{i.name}"'
+                     for i in sorted(ids, key=lambda i: (i.id_type, i.name)))
+
+
 def assigned_slot(ob):
     """``ob``'s action slot (None when it has none, or on 4.2/4.3)."""
     return getattr(ob.animation_data, "action_slot", None) if ob.animation_data is not None else None
 
 
 def is_sinew_bake_of(act, ob) -> bool:
-    """True when ``act`` is a Sinew bake that only ``ob`` uses (so baking into it again changes
-    nothing else)."""
+    """True when ``act``, ``ob``'s action, is a Sinew bake that nothing else would see change
+    (``other_users`` of ``ob``'s slot of it: none) and that has no fake user, so baking into it
+    again changes nothing the user kept."""
     return (act is not None and getattr(act, "sinew_baked", False) and act.is_editable
-            and act.users == 1 and not act.use_fake_user)
+            and not act.use_fake_user and not other_users(ob, act, assigned_slot(ob)))
 
 
 def blends_over_nla(ad) -> bool:
@@ -290,7 +333,9 @@ def check_action_writable(ob, new_action: bool) -> None:
     """Raises ReadError when the keys cannot be written as asked (checked before any solve): in
     NLA tweak mode, when the action is blended over NLA strips other than by Replace at full
     influence (the baked rotations would be added to, combined or mixed with the strips' instead
-    of shown), or when the action is linked and New Action is off."""
+    of shown); with New Action off, when the action is linked, or when the keys would change
+    another ID too (``other_users``: another object animated by the same slot; on 4.2/4.3 by the
+    same action), naming it."""
     from .rig_reader import ReadError
 
     ad = ob.animation_data
@@ -314,6 +359,13 @@ def check_action_writable(ob, new_action: bool) -> None:
     if not new_action and act is not None and not act.is_editable:
         lib = f' from library "{act.library.filepath}"' if act.library is not None else ""
         raise ReadError(f'Action "{act.name}" is linked{lib} and cannot be changed: turn on New Action')
+    others = other_users(ob, act, assigned_slot(ob)) if not new_action else []
+    if others:
+        what = f'its action "{act.name}"' + (f' (slot "{ad.action_slot.name_display}")' if SLOTTED else "")
+        raise ReadError(f'Armature "{ob.name}": {what} also animates {describe_ids(others)}, so baking into it with '
+                        f"New Action off would change {'them' if len(others) > 1 else 'it'} too. Turn on New Action "
+                        f'(the bake then goes into a copy), or give "{ob.name}" an action of its own; nothing was '
+                        "changed")
 
 
 def prepare_action(ob, new_action: bool):
@@ -322,7 +374,7 @@ def prepare_action(ob, new_action: bool):
     ``new_action``: when the current action is the user's own, a new action named
     ``<object>_Sinew`` that starts as a copy of it (so every other channel's animation carries
     over) is assigned, and the user's action gets a fake user so it is never lost. When the
-    current action is already a Sinew bake used only by ``ob`` (``is_sinew_bake_of``), the bake
+    current action is already a Sinew bake nothing else plays (``is_sinew_bake_of``), the bake
     goes into it again (its keys in the range are replaced): bakes do not pile up, and the user's
     action stays the one kept safe. Otherwise (``new_action`` off) the current action, created if
     there is none. The slot is ``ob``'s (the same slot of the copy), or where ``ob`` has none, what

@@ -411,8 +411,8 @@ def _shared(how):
     """A1 (IK chain on an animated empty, no keys of its own) and A2 (FK keys, no IK), sharing A2's
     action: "action" as picking it in A1's Action selector gives it (A1's slot empty: A2's slot
     is not suitable for A1; on 4.2/4.3, which have no slots, A1 then plays A2's keys), "slot"
-    with A2's slot too (instanced animation), "nla" in an NLA strip of A2 (with its slot), A2's
-    active action being another one."""
+    with A2's slot too (instanced animation), "nla" in an NLA strip of A2 (with its slot), A2 having
+    no active action, "constraint" the same through an Action constraint on A2's "b01"."""
     scene = bpy.context.scene
     scene.frame_start, scene.frame_end = 1, 20
     a2 = _fk_keyed_chain("A2", 3.0)
@@ -428,6 +428,13 @@ def _shared(how):
         a2.animation_data.action = None
         if R.SLOTTED:
             ad.action_slot = a2.animation_data.nla_tracks[0].strips[0].action_slot
+    elif how == "constraint":
+        slot = R.SLOTTED and a2.animation_data.action_slot
+        a2.animation_data.action = None
+        c = a2.pose.bones["b01"].constraints.new('ACTION')
+        c.action, c.use_eval_time, c.eval_time, c.frame_start, c.frame_end = act, True, 0.5, 1, 20
+        if R.SLOTTED:
+            c.action_slot = ad.action_slot = slot
     if how == "action" and R.SLOTTED:
         assert ad.action_slot is None
     R.activate(a1)
@@ -435,7 +442,8 @@ def _shared(how):
     return a1, a2, t, con, act
 
 
-@pytest.mark.skipif(not R.SLOTTED, reason="Blender 4.2/4.3 have no action slots")
+@pytest.mark.skipif(not R.SLOTTED, reason="Blender 4.2/4.3 have no action slots (there A1 plays A2's keys: the "
+                                          "shared-action refusal below)")
 @pytest.mark.parametrize("new_action", [False, True])
 def test_a_bake_gives_an_armature_with_no_slot_a_slot_of_its_own(new_action):
     """A1 is given A2's action, with no slot (QA: the bake went into A2's slot: New Action off
@@ -462,6 +470,97 @@ def test_a_bake_gives_an_armature_with_no_slot_a_slot_of_its_own(new_action):
     for f in range(1, 21):
         scene.frame_set(f)
         assert (R.world_tail(a1, "b03") - R.world_location(t)).length < 1e-3, f
+
+
+@pytest.mark.parametrize("how", ["slot", "nla", "constraint"])  # (on 4.2/4.3 "slot" is the whole action)
+def test_a_bake_into_an_action_another_armature_plays_is_refused_with_new_action_off(how):
+    """A2 (not baked, no IK) plays the same action slot as A1 (on 4.2/4.3: the same action), as
+    its action, in an NLA strip or through an Action constraint (QA: New Action off turned A2's
+    bones by up to 3.13 rad on every frame, reported as "reached"). With New Action off the bake
+    is refused up front, naming A2 and what to do, and nothing changes; with New Action on A1
+    bakes into a copy and A2 is unchanged."""
+    scene = bpy.context.scene
+    a1, a2, t, con, act = _shared(how)
+    names, before = sorted(a.name for a in bpy.data.actions), R.action_snapshot(act)
+    a2_pose = _evaluated_rotations(a2)
+    scene.frame_set(4)
+    snap, slot = R.pose_snapshot(a1), R.SLOTTED and a1.animation_data.action_slot
+    with pytest.raises(RuntimeError, match=rf'Armature "A1": its action "{act.name}"'
+                                           + (r' \(slot "A2"\)' if R.SLOTTED else "")
+                                           + r' also animates "A2", so baking into it with New Action off would '
+                                             r'change it too\. Turn on New Action.*or give "A1" an action of its own; '
+                                             r"nothing was changed"):
+        bpy.ops.sinew.bake(frame_start=1, frame_end=20, new_action=False)
+    assert sorted(a.name for a in bpy.data.actions) == names and R.same_snapshot(R.action_snapshot(act), before)
+    assert a1.animation_data.action == act and (not R.SLOTTED or a1.animation_data.action_slot == slot)
+    assert not act.use_fake_user and not con.mute and a1.sinew_muted == ""
+    assert R.pose_snapshot(a1) == snap and scene.frame_current == 4
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=20, new_action=True) == {'FINISHED'}
+    assert a1.animation_data.action.name == "A1_Sinew" and R.same_snapshot(R.action_snapshot(act), before)
+    assert _largest_turn(a2_pose, _evaluated_rotations(a2)) < 1e-6
+    for f in (1, 10, 20):
+        scene.frame_set(f)
+        assert (R.world_tail(a1, "b03") - R.world_location(t)).length < 1e-3, f
+
+
+def test_the_shared_slot_check_reads_a_file_with_an_armature_never_evaluated():
+    """An armature object in no scene has no pose until Blender evaluates it; Blender's own
+    ``ActionSlot.users()`` crashes then (4.5 to 5.2: signal 11), so the check reads the users
+    itself: the bake is refused as usual, and Blender keeps running."""
+    a1, a2, t, con, act = _shared("slot")
+    orphan = bpy.data.objects.new("Orphan", bpy.data.armatures.new("Orphan"))
+    assert orphan.pose is None
+    with pytest.raises(RuntimeError, match=r'also animates "A2", so baking into it with New Action off'):
+        bpy.ops.sinew.bake(frame_start=1, frame_end=20, new_action=False)
+    assert not con.mute
+
+
+def test_armatures_in_pose_mode_that_share_an_action_slot_are_not_baked_over_each_other():
+    """A1 and A2 in Pose Mode together, each with its own IK goal, play one action slot (on
+    4.2/4.3 one action) (QA: one bake call had A2's keys overwrite A1's, A1 missing by 0.64).
+    New Action off: refused, naming the other armature, and nothing changes; New Action on: each
+    bakes into its own copy and both reach on every frame."""
+    scene = bpy.context.scene
+    a1, a2, t1, con1, act = _shared("slot")
+    t2 = R.add_empty("T2")
+    R.key_locations(t2, {1: (3.4, 0.2, 1.3), 20: (2.7, -0.3, 1.4)})
+    con2 = a2.pose.bones["b03"].constraints.new('IK')
+    con2.target, con2.chain_count = t2, 3
+    a2.select_set(True)
+    bpy.ops.object.mode_set(mode='POSE')
+    assert {o.name for o in bpy.context.objects_in_mode} == {"A1", "A2"}
+    names, before = sorted(a.name for a in bpy.data.actions), R.action_snapshot(act)
+    with pytest.raises(RuntimeError,
+                       match=r'Armature "A[12]": its action .* also animates "A[12]".*Turn on New Action'):
+        bpy.ops.sinew.bake(frame_start=1, frame_end=20, new_action=False)
+    assert sorted(a.name for a in bpy.data.actions) == names and R.same_snapshot(R.action_snapshot(act), before)
+    assert not con1.mute and not con2.mute
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=20, new_action=True) == {'FINISHED'}
+    assert {a1.animation_data.action.name, a2.animation_data.action.name} == {"A1_Sinew", "A2_Sinew"}
+    for f in range(1, 21):
+        scene.frame_set(f)
+        for ob, t in ((a1, t1), (a2, t2)):
+            assert (R.world_tail(ob, "b03") - R.world_location(t)).length < 1e-3, (ob.name, f)
+
+
+def test_a_bake_action_another_armature_plays_is_not_baked_over():
+    """The re-bake into "A1_Sinew" is declined by the same check: once A2 plays A1's bake (its
+    slot; on 4.2/4.3 the action), baking A1 again goes into a new copy and A2 does not change."""
+    a1, t, con = _ik_chain()
+    a1.name = "A1"
+    _pre_animate(a1)
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=20, keep_constraints=True) == {'FINISHED'}
+    first = a1.animation_data.action
+    a2 = R.make_chain(4, name="A2", roll_step=0.2)
+    a2.animation_data_create().action = first
+    if R.SLOTTED:
+        a2.animation_data.action_slot = a1.animation_data.action_slot
+    snap = R.action_snapshot(first)
+    R.activate(a1)
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=10, keep_constraints=True) == {'FINISHED'}
+    second = a1.animation_data.action
+    assert second != first and R.same_snapshot(R.action_snapshot(first), snap)
+    assert a2.animation_data.action == first and second.sinew_original == first.sinew_original
 
 
 def test_negative_frames_bake():
