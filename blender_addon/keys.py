@@ -167,6 +167,54 @@ def unkeyed_rotations(ob, names, frame) -> list[str]:
     return out
 
 
+def action_paths(act):
+    """The data paths of every F-curve of action ``act`` (all its slots, layers and strips)."""
+    if act is None:
+        return
+    if SLOTTED:
+        for layer in act.layers:
+            for strip in layer.strips:
+                for cb in strip.channelbags:
+                    for fc in cb.fcurves:
+                        yield fc.data_path
+    else:
+        for fc in act.fcurves:
+            yield fc.data_path
+
+
+def nla_paths(ad) -> set[str]:
+    """The data paths that the actions of animation data ``ad``'s NLA strips animate (every track
+    and strip, every slot of their actions: all that Blender may evaluate there, and more)."""
+    if ad is None:
+        return set()
+    return {path for track in ad.nla_tracks for strip in track.strips for path in action_paths(strip.action)}
+
+
+def still_rotation_channels(ob, names) -> dict[str, dict[int, float]]:
+    """The rotation channels of pose bones ``names`` of ``ob`` that nothing animates, with the
+    value each holds: {bone: {array index: value}}, in the property of the bone's rotation mode
+    (a bone without such a channel is left out). A channel is animated when the object's action
+    has an F-curve for it (its slot's; muted or not: the user's), an NLA strip's action animates
+    the property, or a driver sets it. Any other channel holds its value on every frame, so keys
+    of that value change no pose, anywhere."""
+    find = fcurve_finder(ob)
+    driven = driven_channels(ob)
+    by_nla = nla_paths(ob.animation_data)
+    out = {}
+    for name in names:
+        pb = ob.pose.bones[name]
+        prop = rotation_property(pb)
+        path = pb.path_from_id(prop)
+        if path in by_nla:
+            continue
+        values = getattr(pb, prop)
+        still = {c: float(values[c]) for c in range(len(values))
+                 if c not in driven.get(path, ()) and (find is None or find(path, c) is None)}
+        if still:
+            out[name] = still
+    return out
+
+
 def _any_area(context):
     """An area to run Blender's keyframe operator in: the context's, else one of the window's."""
     if context.area is not None:
@@ -472,14 +520,14 @@ def replace_range(fc, frames: np.ndarray, values: np.ndarray) -> None:
 
 
 def write_bake(ob, frames, names, rotations, root_bone=None, root_locations=None, *, new_action: bool = True,
-               compat=None, scales=None, channels=None):
+               compat=None, scales=None, still=None):
     """Keys every frame of ``frames`` (F,) for the bones ``names``: ``rotations`` (F, K, 4) wxyz in
     the order of ``names``; ``root_locations`` (F, 3) keys ``root_bone``'s location.
     ``compat``: per bone name, the Euler value to stay continuous with. ``scales``: None, or
     {bone name: (F,) uniform scale} for the bones whose scale is keyed too (a stretch).
-    ``channels``: None, or {bone name: (F, C) values of its rotation property}, keyed as they are
-    (the bones a bake does not move, keyed with the values Blender evaluated, so their pose does
-    not change).
+    ``still``: None, or {bone name: {array index: value}}, channels of the rotation property of
+    bones the bake does not move that nothing animates (``still_rotation_channels``), keyed with
+    that value on every frame (so their pose does not change).
 
     A channel a driver sets (``driven_channels``) is never keyed: the driver owns it. Keys
     outside the range are never touched. Returns (action, previous action or None, note)."""
@@ -487,11 +535,9 @@ def write_bake(ob, frames, names, rotations, root_bone=None, root_locations=None
     act, slot, prev, note = prepare_action(ob, new_action)
     fcurve = _fcurve_getter(act, slot)
     driven = driven_channels(ob)
-    rotation_values = [(name, channel_values(ob.pose.bones[name], rotations[:, k, :], (compat or {}).get(name)))
-                       for k, name in enumerate(names)]
-    rotation_values += list((channels or {}).items())
-    for name, vals in rotation_values:
+    for k, name in enumerate(names):
         pb = ob.pose.bones[name]
+        vals = channel_values(pb, rotations[:, k, :], (compat or {}).get(name))
         path = pb.path_from_id(rotation_property(pb))
         for c in range(vals.shape[1]):
             if c not in driven.get(path, ()):
@@ -501,6 +547,11 @@ def write_bake(ob, frames, names, rotations, root_bone=None, root_locations=None
             for c in range(3):
                 if c not in driven.get(path, ()):
                     replace_range(fcurve(path, c, name), frames, np.asarray(scales[name], dtype=np.float64))
+    for name, values in (still or {}).items():
+        pb = ob.pose.bones[name]
+        path = pb.path_from_id(rotation_property(pb))
+        for c, value in values.items():
+            replace_range(fcurve(path, c, name), frames, np.full(len(frames), value))
     if root_bone is not None and root_locations is not None:
         pb = ob.pose.bones[root_bone]
         path = pb.path_from_id("location")

@@ -336,7 +336,10 @@ class SINEW_OT_bake(_SolverProps, bpy.types.Operator):
                     "inside the range of the current action",
         default=True)
     only_moved: BoolProperty(
-        name="Only Moved Bones", description="Key only the bones the goals move (off: every bone)", default=True)
+        name="Only Moved Bones",
+        description="Key only the bones the goals move (off: also every other bone's rotation channels that nothing "
+                    "animates, with the value they hold)",
+        default=True)
     keep_constraints: BoolProperty(
         name="Keep IK Constraints",
         description="Leave the Blender IK constraints Sinew replaced enabled (by default they are muted, so what you "

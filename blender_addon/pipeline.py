@@ -1047,21 +1047,6 @@ def bone_rotations_from_fcurves(ob, names, frames) -> np.ndarray | None:
 _CONSTRAINT_PATH = re.compile(r'pose\.bones\["((?:[^"\\]|\\.)*)"\]\.constraints\["((?:[^"\\]|\\.)*)"\]\.(influence|mute)$')
 
 
-def _action_paths(act):
-    """The data paths of every F-curve of action ``act`` (all its slots, layers and strips)."""
-    if act is None:
-        return
-    if keys.SLOTTED:
-        for layer in act.layers:
-            for strip in layer.strips:
-                for cb in strip.channelbags:
-                    for fc in cb.fcurves:
-                        yield fc.data_path
-    else:
-        for fc in act.fcurves:
-            yield fc.data_path
-
-
 def _animated_constraints(ob) -> set:
     """The constraints (bone, constraint name) of armature ``ob`` whose influence or mute an
     F-curve (of its action or an NLA strip's) or a driver may set."""
@@ -1069,10 +1054,8 @@ def _animated_constraints(ob) -> set:
     if ad is None:
         return set()
     paths = [fc.data_path for fc in ad.drivers if not fc.mute]
-    paths += _action_paths(ad.action)
-    for track in ad.nla_tracks:
-        for strip in track.strips:
-            paths += _action_paths(strip.action)
+    paths += keys.action_paths(ad.action)
+    paths += keys.nla_paths(ad)
     out = set()
     for path in paths:
         m = _CONSTRAINT_PATH.match(path)
@@ -1197,18 +1180,18 @@ def constraint_influences_steps(ob, frames, scene, view_layer, chunk: int = 10):
     return rig_reader.ConstraintInfluences(frames, columns, values)
 
 
-def pose_is_static(problem: rig_reader.RigProblem, *, only_moved: bool = True) -> bool:
+def pose_is_static(problem: rig_reader.RigProblem) -> bool:
     """True when nothing a bake reads from the armature's evaluated pose changes with the frame,
     so one evaluation serves the whole range: the pose of the bones above the chains (anchors and
-    their ancestors), of the connectors, the pose location of the moved bones and, for
-    ``only_moved=False``, every other bone's rotation.
+    their ancestors), of the connectors and the pose location of the moved bones. (What Only
+    Moved Bones off keys of the other bones, ``keys.still_rotation_channels``, is what nothing
+    animates: it is read from the bones, not per frame.)
 
     That holds when neither the armature object nor its data is driven or has NLA tracks, no
     F-curve animates those bones (F-curves on the moved bones' rotations are fine: they seed the
     start pose, read at the first frame, and each frame's reference pose, read from the F-curves
-    by ``bone_rotations_from_fcurves``; bones outside that set may be animated when
-    ``only_moved``), and none of those bones has a constraint in effect other than the Blender
-    IK constraints the goals replace."""
+    by ``bone_rotations_from_fcurves``; other bones may be animated), and none of those bones has
+    a constraint in effect other than the Blender IK constraints the goals replace."""
     ob = problem.ob
     curves = action_fcurves(ob)
     if curves is None or action_fcurves(ob.data) != []:
@@ -1235,7 +1218,7 @@ def pose_is_static(problem: rig_reader.RigProblem, *, only_moved: bool = True) -
         if mc is not None and ob.pose.bones[name].constraints.get(_unescape(mc.group(2))) is not None and \
                 ob.pose.bones[name].constraints[_unescape(mc.group(2))].type == 'IK':
             continue  # an IK constraint's influence: read per frame beforehand (constraint_influences)
-        if name in relevant or not only_moved:
+        if name in relevant:
             return False
     replaced = set(problem.replaced)
     for name in relevant:
@@ -1429,7 +1412,7 @@ class BakeJob:
         # Progress: sampling 0-50%, solving 50-90%, writing the rest.
 
         # 1. Sample per frame: every goal's target, the evaluated pose of the bones above the
-        #    chains (the engine rig's rest), and for "key every bone" the other bones' rotations.
+        #    chains (the engine rig's rest).
         #    Plain F-curve-animated targets on a rig whose pose does not change over the range
         #    are read from their F-curves, and the pose once; otherwise every frame is stepped.
         t0 = time.perf_counter()
@@ -1442,12 +1425,12 @@ class BakeJob:
         rest_list = []
         above = np.ones((nf, nb))  # the roots' scales (RigProblem.anchor_scales), per frame
         root_loc = np.zeros((nf, 3))
+        # Only Moved Bones off: the other bones' rotation channels that nothing animates, with the
+        # value they hold on every frame (keyed as they are: channels, not quaternions, so a bone
+        # partly driven or not normalised keeps its pose); animated ones play as before, untouched.
         moved_set = set(moved)
-        others = [] if self.only_moved else [b.name for b in ob.data.bones if b.name not in moved_set]
-        # Their rotation channels as Blender evaluated them (not as quaternions, which would
-        # change a bone whose channels are partly driven or not normalised): keyed as they are.
-        others_values = {n: np.zeros((nf, len(getattr(pb, rig_reader.rotation_property(pb)))))
-                         for n in others for pb in [ob.pose.bones[n]]}
+        still = {} if self.only_moved else keys.still_rotation_channels(
+            ob, [b.name for b in ob.data.bones if b.name not in moved_set])
         conn = [idx[n] for n in p.connectors]
         conn_rot = np.zeros((nf, len(conn), 4))
         # Each frame's reference: the FK pose of the moved bones at that frame (their
@@ -1458,7 +1441,7 @@ class BakeJob:
         start_pose = start_root = None
         compat = {}
         fast = None
-        if self.sampling == "auto" and pose_is_static(p, only_moved=self.only_moved):
+        if self.sampling == "auto" and pose_is_static(p):
             fast = sample_goals_from_fcurves(p, frames, scene, with_vectors=True)
         sampled_frames = [frames[0]] if fast is not None else frames
         for k, f in enumerate(sampled_frames):
@@ -1484,8 +1467,6 @@ class BakeJob:
             if fast is None:
                 for j, n in enumerate(moved):
                     moved_rot[k, j] = rig_reader.bone_quaternion(pbs[n])
-            for n, values in others_values.items():
-                values[k] = getattr(pbs[n], rig_reader.rotation_property(pbs[n]))
             if fast is None and (k + 1) % self.chunk == 0:
                 yield 0.5 * (k + 1) / nf
         if fast is not None:
@@ -1494,8 +1475,6 @@ class BakeJob:
             targets[:], orients[:], poles[:], vectors[:] = fast
             rest_list *= nf
             root_loc[1:], conn_rot[1:] = root_loc[0], conn_rot[0]
-            for values in others_values.values():
-                values[1:] = values[0]
             above[1:] = above[0]
             fk = bone_rotations_from_fcurves(ob, moved, frames)
             if fk is None:  # not expected: pose_is_static read the same F-curves
@@ -1629,8 +1608,8 @@ class BakeJob:
             rotations=rotations, root_t=root_t, residuals=residuals, iterations=iterations, reached=reached,
             orientation_residuals=orientation_residuals, references=references, per_frame=per_frame,
             sample_s=sample_s, solve_s=solve_s, sampling="fcurves" if fast is not None else "frames",
-            keyed=moved + others, compat=compat, moved=moved, moved_rot=rotations[:, [idx[n] for n in moved], :],
-            others_values=others_values,
+            keyed=moved + list(still), compat=compat, moved=moved, moved_rot=rotations[:, [idx[n] for n in moved], :],
+            still=still,
             root_bone=p.root_bone if not pinned else None, targets=targets, vectors=vectors,
             scales=scales if p.stretches else None, goal_scales=p.goal_scales(above).max(axis=0),
             local_scales=local_scales, tree_blend=tree_blend, influence=influence,
@@ -1647,7 +1626,7 @@ class BakeJob:
         t0 = time.perf_counter()
         _restore_pose(self.ob, self._saved_pose)
         written = self._write(self.frames, c["moved"], c["moved_rot"], c["root_bone"], c["root_t"], c["compat"],
-                              c["keyed_scales"], c["others_values"], scratch=scratch)
+                              c["keyed_scales"], c["still"], scratch=scratch)
         if not scratch:
             c["action"], c["prev"], c["note"], c["muted"], c["reduction"] = written
             c["write_s"] = time.perf_counter() - t0
@@ -1700,16 +1679,18 @@ class BakeJob:
         # (Its levers are rest lengths: a scale above a chain lengthens them.)
         return slack * np.maximum(1.0, c["goal_scales"])
 
-    def _write(self, frames, moved, moved_rot, root_bone, root_t, compat, scales=None, others_values=None, *,
+    def _write(self, frames, moved, moved_rot, root_bone, root_t, compat, scales=None, still=None, *,
                scratch: bool = False):
         """Writes the keys (and reduces them, when asked) and mutes the replaced constraints; on
         any failure puts back what ``undo_write`` puts back and re-raises. ``moved``: the bones
-        solved, their rotations ``moved_rot`` (F, K, 4) in that order; ``others_values``: None, or
-        {bone name: (F, C)} the rotation channels of the other bones keyed (Only Moved Bones off),
-        keyed as Blender evaluated them (``keys.write_bake``). ``scales``: None, or {bone name: (F,)
-        uniform scale} for the bones whose stretch is keyed; the key reduction leaves those scale
-        keys as they are (one per frame). ``scratch``: into a new copy of the current action
-        (``keys.assign_scratch_copy``; see ``write``), leaving the warnings as they are."""
+        solved, their rotations ``moved_rot`` (F, K, 4) in that order; ``still``: None, or {bone
+        name: {array index: value}} the rotation channels of the other bones that nothing animates
+        (Only Moved Bones off, ``keys.still_rotation_channels``), keyed with their value
+        (``keys.write_bake``); the key reduction reduces the bones keyed whole, and leaves a bone
+        whose other channels are animated (the user's keys) as it is. ``scales``: None, or {bone
+        name: (F,) uniform scale} for the bones whose stretch is keyed; the key reduction leaves
+        those scale keys as they are (one per frame). ``scratch``: into a new copy of the current
+        action (``keys.assign_scratch_copy``; see ``write``), leaving the warnings as they are."""
         ob, p = self.ob, self.problem
         ad = ob.animation_data
         had_ad = ad is not None
@@ -1727,10 +1708,12 @@ class BakeJob:
             action, prev, note = keys.write_bake(ob, frames, moved, moved_rot, root_bone,
                                                  root_t if root_bone else None,
                                                  new_action=self.new_action and not scratch,
-                                                 compat=compat, scales=scales, channels=others_values)
+                                                 compat=compat, scales=scales, still=still)
             reduction = None
             if self.reduction is not None:  # key reduction (key_reduction.py), undone with the write on failure
-                keyed = list(moved) + list(others_values or ())
+                pbs = ob.pose.bones
+                keyed = list(moved) + [n for n, values in (still or {}).items()
+                                       if len(values) == len(getattr(pbs[n], rig_reader.rotation_property(pbs[n])))]
                 reduction = key_reduction.reduce_bake(ob, frames, keyed, root_bone, *self.reduction)
             muted, mute_warnings = (0, []) if self.keep_constraints else keys.mute_constraints(ob, p.replaced)
         except BaseException:

@@ -224,6 +224,96 @@ def test_only_moved_off_keys_every_bone():
         assert R.fcurve(ob, f'pose.bones["b{i:02d}"].rotation_quaternion', 0) is not None
 
 
+def _evaluated_matrices(ob, names, frames):
+    """{frame: {bone: its evaluated pose matrix}} for the bones ``names`` at each of ``frames``."""
+    out = {}
+    for f in frames:
+        bpy.context.scene.frame_set(f)
+        e = ob.evaluated_get(R.depsgraph())
+        out[f] = {n: np.array(e.pose.bones[n].matrix) for n in names}
+    return out
+
+
+def _modifier_state(fc):
+    """What an F-curve's modifiers are: (type, mute, influence) each, in order."""
+    return [(m.type, m.mute, m.influence) for m in fc.modifiers]
+
+
+@pytest.mark.parametrize("reduce", [False, True], ids=["every-key", "reduced"])
+def test_only_moved_off_keys_only_still_channels_and_changes_no_other_bone(reduce):
+    """Only Moved Bones off keys the rotation channels of the other bones that nothing animates
+    (no F-curve, NLA strip or driver), with the value they hold; an animated channel is left as
+    it is, so no other bone's pose changes, inside the range or outside it. QA: keying such
+    channels with the values Blender evaluates applied a Noise or additive Generator modifier
+    twice (a bone in no chain turned by up to 0.38 rad, reported "reached"), and the per-frame
+    LINEAR keys reshaped the user's Bezier segment after a 6-15 bake (frames 16-23 turned by up
+    to 0.17 rad). Key reduction leaves the user's curves alone (one with a key per frame too)."""
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 30
+    ob = R.make_chain(4)
+    bpy.ops.object.mode_set(mode='EDIT')
+    for k, name in enumerate(("noisy", "added", "bezier", "mocap", "still", "stripped")):
+        eb = ob.data.edit_bones.new(name)
+        eb.head, eb.tail = (1.0 + 0.3 * k, 0.0, 0.0), (1.0 + 0.3 * k, 0.0, 0.5)
+    bpy.ops.object.mode_set(mode='OBJECT')
+    pbs = ob.pose.bones
+    for f in (1, 7, 14):
+        for name in ("noisy", "added"):
+            pbs[name].rotation_quaternion = Quaternion((1, 0, 0), 0.3 * math.sin(f))
+            pbs[name].keyframe_insert("rotation_quaternion", frame=f)
+    for f, a in ((1, 0.0), (10, 0.8), (24, -0.6), (30, 0.1)):  # Blender's default Bezier keys
+        pbs["bezier"].rotation_quaternion = Quaternion((1, 0, 0), a)
+        pbs["bezier"].keyframe_insert("rotation_quaternion", frame=f)
+    for f in range(1, 31):  # a key on every frame, as motion capture has
+        pbs["mocap"].rotation_euler = (0.4 * math.sin(f / 4), 0.0, 0.1 * f)
+        pbs["mocap"].keyframe_insert("rotation_euler", frame=f)
+    pbs["mocap"].rotation_mode = 'XYZ'
+    pbs["still"].rotation_quaternion = Quaternion((0, 1, 0), 0.3)  # posed, not keyed
+    for c in range(4):
+        R.fcurve(ob, 'pose.bones["noisy"].rotation_quaternion', c).modifiers.new('NOISE').strength = 0.3
+        gen = R.fcurve(ob, 'pose.bones["added"].rotation_quaternion', c).modifiers.new('GENERATOR')
+        gen.use_additive, gen.coefficients = True, (0.3, 0.0)
+    ad = ob.animation_data  # "stripped" turns in an NLA strip below the action (Replace, influence 1)
+    user_action, base = ad.action, bpy.data.actions.new("Base")
+    ad.action = base
+    for f, a in ((1, 0.0), (30, 1.2)):
+        pbs["stripped"].rotation_quaternion = Quaternion((0, 0, 1), a)
+        pbs["stripped"].keyframe_insert("rotation_quaternion", frame=f)
+    ad.action = None
+    ad.nla_tracks.new().strips.new("Base", 1, base)
+    ad.action = user_action
+    t = _animated_target("T", {1: (0.5, 0.0, 1.4), 30: (-0.4, 0.3, 1.3)})
+    R.set_goal(ob, "b03", t, chain_length=3)  # moves b01..b03
+    R.activate(ob)
+    others = ("noisy", "added", "bezier", "mocap", "still", "stripped", "b00")
+
+    def animated_curves():
+        return {(fc.data_path, fc.array_index): (R.key_frames(fc), _modifier_state(fc))
+                for fc in R.channelbag(ob).fcurves if not fc.data_path.startswith(('pose.bones["b0', 'pose.bones["still'))}
+
+    before, curves = _evaluated_matrices(ob, others, range(1, 31)), animated_curves()
+    scene.frame_set(6)
+    assert bpy.ops.sinew.bake(frame_start=6, frame_end=15, only_moved=False, use_key_reduction=reduce) == {'FINISHED'}
+    after = _evaluated_matrices(ob, others, range(1, 31))
+    for name in others:
+        change = max(np.abs(before[f][name] - after[f][name]).max() for f in before)
+        assert change <= 1e-6, (name, change)
+    now = animated_curves()
+    assert now.keys() == curves.keys()
+    for key, (keys_, mods) in curves.items():  # every animated channel is left exactly as it was
+        assert np.array_equal(now[key][0][0], keys_[0]) and np.array_equal(now[key][0][1], keys_[1]), key
+        assert now[key][1] == mods, key
+    assert not any(fc.data_path.startswith('pose.bones["stripped"]') for fc in R.channelbag(ob).fcurves)
+    for name in ("still", "b00"):  # nothing animates them: keyed over the range, with the value they hold
+        for c in range(4):
+            frames, values = R.key_frames(R.fcurve(ob, f'pose.bones["{name}"].rotation_quaternion', c))
+            assert frames[0] == 6 and frames[-1] == 15 and (reduce or len(frames) == 10), (name, c)
+            assert np.allclose(values, pbs[name].rotation_quaternion[c], atol=1e-7), (name, c)
+    for f in range(6, 16):  # and the goal is baked
+        scene.frame_set(f)
+        assert (R.world_tail(ob, "b03") - R.world_location(t)).length < TOL, f
+
+
 def _drive(pb, prop, index, source):
     """A driver on channel ``index`` of ``pb``'s ``prop``: half of ``source``'s X location."""
     fc = pb.driver_add(prop, index)
@@ -267,19 +357,10 @@ def test_only_moved_off_never_keys_a_driven_channel_and_changes_no_bone(mode, re
     driver = _drive(pbs["driven"], prop, 1, aux)
     R.activate(ob)
     others = ("keyed", "driven", "b00")
-
-    def evaluated():
-        out = {}
-        for f in range(1, 21):
-            scene.frame_set(f)
-            e = ob.evaluated_get(R.depsgraph())
-            out[f] = {n: np.array(e.pose.bones[n].matrix) for n in others}
-        return out
-
-    before = evaluated()
+    before = _evaluated_matrices(ob, others, range(1, 21))
     scene.frame_set(1)
     assert bpy.ops.sinew.bake(frame_start=1, frame_end=20, only_moved=False, use_key_reduction=reduce) == {'FINISHED'}
-    after = evaluated()
+    after = _evaluated_matrices(ob, others, range(1, 21))
     for name in others:
         change = max(np.abs(before[f][name] - after[f][name]).max() for f in before)
         allowed = math.radians(0.1) if reduce and name == "keyed" else 1e-6  # the reduction's default angle
