@@ -18,7 +18,7 @@ import numpy as np
 from bpy_extras import anim_utils
 from mathutils import Euler, Quaternion
 
-from .rig_reader import EULER_MODES, driven_channels, rotation_property
+from .rig_reader import CHANNEL_NAMES, EULER_MODES, driven_channels, rotation_property
 
 LINEAR = 1  # keyframe interpolation enum value ('CONSTANT' 0, 'LINEAR' 1, 'BEZIER' 2)
 
@@ -213,6 +213,79 @@ def still_rotation_channels(ob, names) -> dict[str, dict[int, float]]:
         if still:
             out[name] = still
     return out
+
+
+def is_played(fc) -> bool:
+    """Whether Blender evaluates F-curve ``fc``: it is not muted, nor in a muted group."""
+    return not (fc.mute or (fc.group is not None and fc.group.mute))
+
+
+def modifier_acts(m, lo, hi) -> bool:
+    """Whether F-curve modifier ``m`` can make its F-curve give, at a whole frame of [lo, hi]
+    where the curve has a key, another value than that key's (so keys written there do not play
+    as written). It cannot (measured in Blender 4.5 to 5.2 on a bake's key per frame) when it is
+    muted or invalid (Blender skips it), has Use Influence on with influence 0, is restricted to
+    frames outside [lo, hi], is a Cycles modifier (it repeats the keys only outside their range),
+    or is a Stepped modifier stepping by 1 frame from a whole frame (each frame keeps its key)."""
+    if m.mute or not m.is_valid:
+        return False
+    if m.use_influence and m.influence <= 0.0:
+        return False
+    if m.use_restricted_range and (m.frame_end < lo or m.frame_start > hi):
+        return False
+    if m.type == 'CYCLES':
+        return False
+    if m.type == 'STEPPED':
+        return not (m.frame_step == 1.0 and float(m.frame_offset).is_integer())
+    return True
+
+
+def acting_modifiers(ob, names, lo, hi, root_bone=None, key_scale=False) -> list[tuple[str, str, int, object]]:
+    """The F-curve modifiers that act (``modifier_acts``) at the frames [lo, hi] on the channels
+    keyed for the bones ``names`` of ``ob`` (as ``key_current`` and ``write_bake`` key them: the
+    rotation property of each bone's mode, with ``key_scale`` its scale, and ``root_bone``'s
+    location), on the F-curves of the object's action (its slot's) that Blender evaluates (not
+    muted): [(bone, property, array index, modifier)]. The modifiers stay on the F-curves, so they
+    act on top of keys written there."""
+    find = fcurve_finder(ob)
+    if find is None:
+        return []
+    wanted = [(name, rotation_property(ob.pose.bones[name])) for name in names]
+    if key_scale:
+        wanted += [(name, "scale") for name in names]
+    if root_bone is not None:
+        wanted.append((root_bone, "location"))
+    out = []
+    for name, prop in wanted:
+        pb = ob.pose.bones[name]
+        path = pb.path_from_id(prop)
+        for index in range(len(getattr(pb, prop))):
+            fc = find(path, index)
+            if fc is None or not is_played(fc):
+                continue
+            out += [(name, prop, index, m) for m in fc.modifiers if modifier_acts(m, lo, hi)]
+    return out
+
+
+def describe_modifiers(found) -> str:
+    """``acting_modifiers``' answer in words, a modifier once per bone and property:
+    'bone "b02": modifier "Noise" on rotation_quaternion W, X, Y, Z; ...'."""
+    groups: dict[tuple, list[int]] = {}
+    for name, prop, index, m in found:
+        kind = m.bl_rna.properties["type"].enum_items[m.type].name
+        label = f'"{m.name}"' + (f" ({kind})" if m.name != kind else "")
+        groups.setdefault((name, label, prop), []).append(index)
+    parts = []
+    for (name, label, prop), indices in groups.items():
+        letters = CHANNEL_NAMES.get(prop, "XYZ")
+        which = ", ".join(letters[i] if i < len(letters) else str(i) for i in sorted(set(indices)))
+        parts.append(f'bone "{name}": modifier {label} on {prop} {which}')
+    return "; ".join(parts)
+
+
+# Where to remove or apply an F-curve modifier, for the messages that name one.
+MODIFIER_REMEDY = ("mute or remove the modifier (Graph Editor > Sidebar > Modifiers), or apply it to the keys "
+                   "(Graph Editor > Channel > Bake Channels, with Bake Modifiers)")
 
 
 def _any_area(context):

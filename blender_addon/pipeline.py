@@ -128,6 +128,7 @@ class SolveResult:
     scales: np.ndarray | None = None   # (N,) pose scales keyed (each bone's length over its parent's), if it stretches
     key_note: str = ""             # how the keys were written, when a keying set was used
     unkeyed: str = ""              # keying asked for, but the solved rotations not all keyed: the warning
+    modifiers: str = ""            # F-curve modifiers act on the channels keyed (modifier_warning)
     world_misses: np.ndarray | None = None  # (G,) ``misses`` in world space: the distances the report gives
 
     @property
@@ -287,9 +288,19 @@ def _restore_pose(ob, snap):
             pb.location, pb.rotation_quaternion, pb.rotation_euler, pb.rotation_axis_angle, pb.scale = s
 
 
-def unkeyed_warning(bones, keying) -> str:
+def modifier_warning(found) -> str:
+    """The warning that F-curve modifiers (``keys.acting_modifiers``: ``found``) act on channels
+    Solve IK keyed, naming each, and what to do."""
+    return (f"F-curve modifiers act on channels Solve IK keyed ({keys.describe_modifiers(found)}): Blender applies "
+            "them on top of the keys (and some, such as a Generator that replaces the keys, keep it from inserting "
+            f"a key at all), so the keyed pose is not the solved one. For each, {keys.MODIFIER_REMEDY}, and solve "
+            "again")
+
+
+def unkeyed_warning(bones, keying, modifiers: bool = False) -> str:
     """The warning that the solved rotations of ``bones`` were not keyed (keyed as ``keying``, a
-    ``keys.AutoKeying``, says): why, that the pose will not hold at other frames, and what to change."""
+    ``keys.AutoKeying``, says): why, that the pose will not hold at other frames, and what to change.
+    ``modifiers``: F-curve modifiers act on the channels keyed (``modifier_warning``), which may be why."""
     shown = ", ".join(f'"{b}"' for b in bones[:4]) + (f" and {len(bones) - 4} more" if len(bones) > 4 else "")
     what = f"the solved rotation of {len(bones)} bone{'s' if len(bones) > 1 else ''} ({shown}) is not keyed"
     if keying.keying_set is not None:
@@ -303,6 +314,9 @@ def unkeyed_warning(bones, keying) -> str:
         if keying.replace_only:
             whys.append("Auto Keying is in Replace mode and there was no rotation key at this frame to replace; insert "
                         "one, or set Auto Keying to Add & Replace (Timeline > Keying)")
+        if modifiers:
+            whys.append("an F-curve modifier on its rotation keeps Blender from inserting keys (see the warning that "
+                        "names it)")
         why = "; or ".join(whys) or "Blender did not insert the key"
     return f"{what}, so the solved pose will not hold at other frames: {why}"
 
@@ -321,6 +335,7 @@ class PendingSolve:
         self.keyed: list[str] = []
         self.key_note = ""
         self.unkeyed = ""
+        self.modifiers = ""
         self._saved_pose = _snapshot_pose(ob)
 
     def set_pose(self) -> None:
@@ -340,7 +355,8 @@ class PendingSolve:
         channels (the scales of a stretching rig's moved bones, the free root's location), only
         those with an F-curve when ``only_available``, only keys already at the frame when
         ``replace_only``. When a moved bone's rotation ends up with
-        no key at the frame, ``unkeyed`` says which and why (the pose will not hold)."""
+        no key at the frame, ``unkeyed`` says which and why (the pose will not hold); when
+        F-curve modifiers act on the channels keyed at the frame, ``modifiers`` names them."""
         if not self.key:
             return
         ob, moved = self.ob, self.problem.moved_bones
@@ -353,10 +369,13 @@ class PendingSolve:
             keys.key_current(ob, moved, self.frame, self.root_bone, key_scale=key_scale,
                              only_available=keying.only_available, replace_only=keying.replace_only)
             self.keyed = list(moved)
+        found = keys.acting_modifiers(ob, moved, self.frame, self.frame, self.root_bone, key_scale)
+        if found:
+            self.modifiers = modifier_warning(found)
         unkeyed = keys.unkeyed_rotations(ob, moved, self.frame)
         if unkeyed:
             self.keyed = [n for n in self.keyed if n not in unkeyed]
-            self.unkeyed = unkeyed_warning(unkeyed, keying)
+            self.unkeyed = unkeyed_warning(unkeyed, keying, modifiers=any(name in unkeyed for name, *_ in found))
 
     def restore(self) -> None:
         """Puts the pose back as it was when the solve was prepared (keys are not touched)."""
@@ -378,7 +397,7 @@ class PendingSolve:
                           int(sol.iterations), bool(sol.reached), str(sol.stop_reason), list(self.keyed),
                           time.perf_counter() - self.t0, misses, self.settings.tolerance,
                           np.asarray(sol.orientation_residuals), scales=self.scales, key_note=self.key_note,
-                          world_misses=world_misses, unkeyed=self.unkeyed)
+                          world_misses=world_misses, unkeyed=self.unkeyed, modifiers=self.modifiers)
         return res
 
 
@@ -825,7 +844,7 @@ def action_fcurves(id_data, driven_paths_read=None):
         fcurves = act.fcurves
     out = []
     for fc in fcurves:
-        if fc.mute or (fc.group is not None and fc.group.mute):
+        if not keys.is_played(fc):
             continue
         if not len(fc.keyframe_points) and not len(fc.modifiers):
             continue
@@ -1308,6 +1327,8 @@ class BakeJob:
     ``seconds``. A range whose estimated memory is above ``MAX_BAKE_BYTES`` is refused
     (``check_bake_size``) before anything is read frame by frame, as is every other refusal of
     ``check_bake_up_front``; ``checked``: the caller has run that already (``bake_jobs_steps``).
+    Once the rig is read, ``check_keyed_curves`` refuses keys Blender would not play as solved
+    (F-curve modifiers on the channels keyed).
 
     ``sampling``: "auto" samples plain F-curve-animated targets from their F-curves when the
     armature's pose is static over the range (see ``sample_goals_from_fcurves`` and
@@ -1339,6 +1360,7 @@ class BakeJob:
         if settings.root == "free" and root_bone is not None and not ob.data.bones[root_bone].use_local_location:
             raise ReadError(f'Bone "{root_bone}": Local Location is off (Bone properties > Relations), so Sinew '
                             "cannot key its location for the Free root: turn Local Location on, or use the Pinned root")
+        check_keyed_curves(ob, self.problem, frames, root_bone if settings.root == "free" else None)
         self.verify = verify
         self.reduction = ((float(settings.reduction_angle), float(settings.reduction_distance))
                           if settings.key_reduction else None)
@@ -1911,6 +1933,27 @@ def check_bake_up_front(scene, ob, frame_start: int, frame_end: int, new_action:
     check_editable(ob)
     keys.check_action_writable(ob, new_action)
     check_bake_size(ob, frame_start, frame_end)
+
+
+def check_keyed_curves(ob, problem: rig_reader.RigProblem, frames, root_bone=None) -> None:
+    """The refusals of a bake of armature ``ob`` (ReadError, before anything is written) that
+    need the rig read: what the F-curves of the channels the bake keys (the moved bones' rotation
+    in their mode, their scale when the rig stretches, a free ``root_bone``'s location) would do
+    to keys written over ``frames``. A bake keeps each F-curve and replaces its keys in the range,
+    so Blender would not play the solved pose there when
+
+    * an F-curve modifier acts on one of those channels (``keys.acting_modifiers``: Noise,
+      Generator, Stepped by more than a frame, Envelope, Limits, ... that are not muted, at
+      influence 0 or restricted to other frames): it would act on top of the baked keys."""
+    found = keys.acting_modifiers(ob, problem.moved_bones, float(frames[0]), float(frames[-1]), root_bone,
+                                  key_scale=problem.stretches)
+    if found:
+        raise ReadError(f"F-curve modifiers act on channels the bake keys ({keys.describe_modifiers(found)}): a bake "
+                        "keeps each F-curve, with its modifiers, and replaces only its keys in the range, so they "
+                        "would act on top of the baked keys and Blender's pose would miss the goals. For each, "
+                        f"{keys.MODIFIER_REMEDY}, and bake again (Cycles, Stepped by 1 frame, and modifiers that are "
+                        "muted, at influence 0 or restricted to frames outside the range, are fine); nothing was "
+                        "changed")
 
 
 def check_bake_size(ob, frame_start: int, frame_end: int, problem=None, only_moved: bool = True) -> None:

@@ -946,6 +946,33 @@ def test_replace_mode_keys_only_where_a_key_is(frame, keyed, capfd):
         assert "Auto Keying is in Replace mode and there was no rotation key at this frame" in last
 
 
+@pytest.mark.parametrize("kind", ['NOISE', 'GENERATOR'])
+def test_solve_keying_into_an_fcurve_with_a_modifier_names_the_modifier(kind, capfd):
+    """Auto Keying into a rotation F-curve that carries a modifier: Blender adds a Noise on top of
+    the key (once the frame changes, the keyed pose misses), and a Generator that replaces the
+    keys keeps it from inserting one. Either way a warning names the bone, the channels and the
+    modifier and what to do."""
+    ob, t = _animated_chain_at_frame_5()
+    for c in range(4):
+        m = R.fcurve(ob, 'pose.bones["b02"].rotation_quaternion', c).modifiers.new(kind)
+        if kind == 'NOISE':
+            m.strength = 0.3
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    out = capfd.readouterr().out
+    name = "Noise" if kind == 'NOISE' else "Generator"
+    assert (f'Warning: Sinew: F-curve modifiers act on channels Solve IK keyed (bone "b02": modifier "{name}" on '
+            "rotation_quaternion W, X, Y, Z)") in out, out
+    assert "mute or remove the modifier" in out, out
+    last = out.strip().splitlines()[-1]
+    if kind == 'NOISE':  # keyed, and the modifier acts on top: what the warning says
+        assert "b02.rotation_quaternion" in _keyed_at(ob, 5.0)
+        assert _holds_after_frame_change(ob, t) > 0.01
+    else:  # not keyed: the last warning says so and points at the modifier
+        assert "b02.rotation_quaternion" not in _keyed_at(ob, 5.0)
+        assert last.startswith('Warning: Sinew: the solved rotation of 1 bone ("b02") is not keyed'), last
+        assert "an F-curve modifier on its rotation keeps Blender from inserting keys" in last, last
+
+
 # -- Reports and the sidebar ----------------------------------------------------------------------
 
 
