@@ -1328,7 +1328,7 @@ class BakeJob:
     (``check_bake_size``) before anything is read frame by frame, as is every other refusal of
     ``check_bake_up_front``; ``checked``: the caller has run that already (``bake_jobs_steps``).
     Once the rig is read, ``check_keyed_curves`` refuses keys Blender would not play as solved
-    (F-curve modifiers on the channels keyed).
+    (F-curve modifiers on the channels keyed, a keyed rotation mode changing over the range).
 
     ``sampling``: "auto" samples plain F-curve-animated targets from their F-curves when the
     armature's pose is static over the range (see ``sample_goals_from_fcurves`` and
@@ -1942,9 +1942,33 @@ def check_keyed_curves(ob, problem: rig_reader.RigProblem, frames, root_bone=Non
     to keys written over ``frames``. A bake keeps each F-curve and replaces its keys in the range,
     so Blender would not play the solved pose there when
 
+    * the rotation mode of a moved bone is keyed and is, at some frame of the range, another
+      mode than the one it has now, which the bake keys: Blender would play the other mode's
+      channels on those frames;
     * an F-curve modifier acts on one of those channels (``keys.acting_modifiers``: Noise,
       Generator, Stepped by more than a frame, Envelope, Limits, ... that are not muted, at
       influence 0 or restricted to other frames): it would act on top of the baked keys."""
+    pbs = ob.pose.bones
+    find = keys.fcurve_finder(ob)
+    for name in problem.moved_bones:
+        pb = pbs[name]
+        path = pb.path_from_id("rotation_mode")
+        fc = find(path, 0) if find is not None else None
+        if fc is None or not keys.is_played(fc):
+            continue
+        modes = pb.bl_rna.properties["rotation_mode"].enum_items
+        now = modes[pb.rotation_mode].value
+        values = fcurve_samples(fc, [float(f) for f in frames]).astype(int)
+        other = np.nonzero(values != now)[0]
+        if len(other):
+            k = int(other[0])
+            there = next((m.name for m in modes if m.value == values[k]), str(values[k]))
+            raise ReadError(
+                f'Bone "{name}": its rotation mode is keyed (F-curve rotation_mode), and is {there} at frame '
+                f"{int(frames[k])} of the range, not {modes[pb.rotation_mode].name} as now. Sinew bakes the rotation "
+                "in the mode the bone has now, and Blender would play the keys of the other mode on those frames: "
+                "remove the rotation mode's keys (leaving the mode you want), or bake the frames of each mode "
+                "separately with the playhead on one of them; nothing was changed")
     found = keys.acting_modifiers(ob, problem.moved_bones, float(frames[0]), float(frames[-1]), root_bone,
                                   key_scale=problem.stretches)
     if found:

@@ -1,7 +1,7 @@
 """What bakes do to actions and constraints: Restore IK Constraints, the "no IK goals" report,
-NLA tweak mode, an action layered over NLA strips, Time Stretching, F-curve modifiers on the
-channels a bake keys, bakes that replace their own action instead of piling up, actions and
-slots other armatures play, negative frames."""
+NLA tweak mode, an action layered over NLA strips, Time Stretching, F-curve modifiers and a keyed
+rotation mode on the channels a bake keys, bakes that replace their own action instead of piling
+up, actions and slots other armatures play, negative frames."""
 
 import math
 
@@ -341,7 +341,7 @@ def test_a_bake_refused_up_front_steps_no_frame(cause):
     assert len(stepped) >= 40
 
 
-# -- F-curve modifiers on the channels a bake keys -------------------------------------------
+# -- F-curve modifiers and a keyed rotation mode on the channels a bake keys ------------------
 
 
 def _fk_keys(ob, frames=(1, 10, 20)):
@@ -429,6 +429,43 @@ def test_bake_lets_through_fcurve_modifiers_that_leave_the_baked_frames_as_keyed
     fc = R.fcurve(ob, 'pose.bones["b02"].rotation_quaternion', 0)
     assert [m.type for m in fc.modifiers] == [kind]
     for f in range(5, 26):
+        scene.frame_set(f)
+        assert (R.world_tail(ob, "b03") - R.world_location(t)).length < 1e-3, f
+
+
+def test_bake_refuses_a_bone_whose_rotation_mode_is_keyed_to_change_over_the_range():
+    """A chain bone whose rotation mode is keyed (QUATERNION at frame 1, XYZ from 10) would be
+    baked in one mode and played in the other on part of the range (QA: the bake wrote Euler keys
+    only, and missed by up to 0.68 on frames 1-9): refused up front, naming the bone, and nothing
+    changes. Over frames where the mode is the one it has now, it bakes."""
+    scene = bpy.context.scene
+    ob, t, con = _ik_chain()
+    pb = ob.pose.bones["b02"]
+    pb.rotation_mode = 'QUATERNION'
+    pb.keyframe_insert("rotation_mode", frame=1)
+    pb.rotation_mode = 'XYZ'
+    pb.keyframe_insert("rotation_mode", frame=10)
+    for f in (1, 20):
+        pb.rotation_euler = (0.1 * f / 20, 0.0, 0.0)
+        pb.keyframe_insert("rotation_euler", frame=f)
+        pb.rotation_quaternion = Quaternion((1, 0, 0), 0.1 * f / 20)
+        pb.keyframe_insert("rotation_quaternion", frame=f)
+    act = ob.animation_data.action
+    scene.frame_set(1)
+    assert pb.rotation_mode == 'QUATERNION'
+    names = sorted(a.name for a in bpy.data.actions)
+    before, snap = R.action_snapshot(act), R.pose_snapshot(ob)
+    for new_action in (True, False):
+        with pytest.raises(RuntimeError, match=r'Bone "b02": its rotation mode is keyed \(F-curve rotation_mode\), and '
+                                               r'is XYZ Euler at frame 10 of the range, not Quaternion \(WXYZ\) as '
+                                               r"now.*nothing was changed"):
+            bpy.ops.sinew.bake(frame_start=1, frame_end=20, new_action=new_action)
+        assert sorted(a.name for a in bpy.data.actions) == names and ob.animation_data.action == act
+        assert R.same_snapshot(R.action_snapshot(act), before) and not act.use_fake_user
+        assert R.pose_snapshot(ob) == snap and not con.mute and scene.frame_current == 1
+    scene.frame_set(12)
+    assert bpy.ops.sinew.bake(frame_start=10, frame_end=20) == {'FINISHED'}
+    for f in range(10, 21):
         scene.frame_set(f)
         assert (R.world_tail(ob, "b03") - R.world_location(t)).length < 1e-3, f
 
