@@ -240,52 +240,74 @@ def modifier_acts(m, lo, hi) -> bool:
     return True
 
 
-def acting_modifiers(ob, names, lo, hi, root_bone=None, key_scale=False) -> list[tuple[str, str, int, object]]:
-    """The F-curve modifiers that act (``modifier_acts``) at the frames [lo, hi] on the channels
-    keyed for the bones ``names`` of ``ob`` (as ``key_current`` and ``write_bake`` key them: the
-    rotation property of each bone's mode, with ``key_scale`` its scale, and ``root_bone``'s
-    location), on the F-curves of the object's action (its slot's) that Blender evaluates (not
-    muted): [(bone, property, array index, modifier)]. The modifiers stay on the F-curves, so they
-    act on top of keys written there."""
+def keyed_channel_curves(ob, names, root_bone=None, key_scale=False):
+    """(bone, property, array index, F-curve) for each channel keyed for the bones ``names`` of
+    ``ob`` (as ``key_current`` and ``write_bake`` key them: the rotation property of each bone's
+    mode, with ``key_scale`` its scale, and ``root_bone``'s location) that has an F-curve in the
+    object's action (its slot's), muted or not."""
     find = fcurve_finder(ob)
     if find is None:
-        return []
+        return
     wanted = [(name, rotation_property(ob.pose.bones[name])) for name in names]
     if key_scale:
         wanted += [(name, "scale") for name in names]
     if root_bone is not None:
         wanted.append((root_bone, "location"))
-    out = []
     for name, prop in wanted:
         pb = ob.pose.bones[name]
         path = pb.path_from_id(prop)
         for index in range(len(getattr(pb, prop))):
             fc = find(path, index)
-            if fc is None or not is_played(fc):
-                continue
-            out += [(name, prop, index, m) for m in fc.modifiers if modifier_acts(m, lo, hi)]
-    return out
+            if fc is not None:
+                yield name, prop, index, fc
+
+
+def acting_modifiers(ob, names, lo, hi, root_bone=None, key_scale=False) -> list[tuple[str, str, int, object]]:
+    """The F-curve modifiers that act (``modifier_acts``) at the frames [lo, hi] on the channels
+    keyed for the bones ``names`` of ``ob`` (``keyed_channel_curves``), on the F-curves Blender
+    evaluates (``is_played``): [(bone, property, array index, modifier)]. The modifiers stay on
+    the F-curves, so they act on top of keys written there."""
+    return [(name, prop, index, m) for name, prop, index, fc in keyed_channel_curves(ob, names, root_bone, key_scale)
+            if is_played(fc) for m in fc.modifiers if modifier_acts(m, lo, hi)]
+
+
+def muted_curves(ob, names, root_bone=None, key_scale=False) -> list[tuple[str, str, int]]:
+    """The channels keyed for the bones ``names`` of ``ob`` (``keyed_channel_curves``) whose
+    F-curve Blender does not evaluate (muted, or in a muted group: ``is_played``), so keys
+    written there do not play: [(bone, property, array index)]."""
+    return [(name, prop, index) for name, prop, index, fc in keyed_channel_curves(ob, names, root_bone, key_scale)
+            if not is_played(fc)]
 
 
 def describe_modifiers(found) -> str:
     """``acting_modifiers``' answer in words, a modifier once per bone and property:
     'bone "b02": modifier "Noise" on rotation_quaternion W, X, Y, Z; ...'."""
-    groups: dict[tuple, list[int]] = {}
-    for name, prop, index, m in found:
+    def label(m):
         kind = m.bl_rna.properties["type"].enum_items[m.type].name
-        label = f'"{m.name}"' + (f" ({kind})" if m.name != kind else "")
-        groups.setdefault((name, label, prop), []).append(index)
+        return f'modifier "{m.name}"' + (f" ({kind})" if m.name != kind else "") + " on "
+    return describe_channels([(name, prop, index, label(m)) for name, prop, index, m in found])
+
+
+def describe_channels(found) -> str:
+    """Channels in words, once per bone, what and property: 'bone "b02": <what>rotation_quaternion
+    W, X, Y, Z; ...' for ``found`` [(bone, property, array index[, what])]."""
+    groups: dict[tuple, list[int]] = {}
+    for name, prop, index, *what in found:
+        groups.setdefault((name, what[0] if what else "", prop), []).append(index)
     parts = []
-    for (name, label, prop), indices in groups.items():
+    for (name, what, prop), indices in groups.items():
         letters = CHANNEL_NAMES.get(prop, "XYZ")
         which = ", ".join(letters[i] if i < len(letters) else str(i) for i in sorted(set(indices)))
-        parts.append(f'bone "{name}": modifier {label} on {prop} {which}')
+        parts.append(f'bone "{name}": {what}{prop} {which}')
     return "; ".join(parts)
 
 
 # Where to remove or apply an F-curve modifier, for the messages that name one.
 MODIFIER_REMEDY = ("mute or remove the modifier (Graph Editor > Sidebar > Modifiers), or apply it to the keys "
                    "(Graph Editor > Channel > Bake Channels, with Bake Modifiers)")
+# How to unmute an F-curve, for the messages that name a muted one.
+MUTED_REMEDY = ("Unmute them (Graph Editor: the channel's, or its group's, mute checkbox), or delete the muted "
+                "F-curves if they are not wanted")
 
 
 def _any_area(context):

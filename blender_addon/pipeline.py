@@ -128,7 +128,7 @@ class SolveResult:
     scales: np.ndarray | None = None   # (N,) pose scales keyed (each bone's length over its parent's), if it stretches
     key_note: str = ""             # how the keys were written, when a keying set was used
     unkeyed: str = ""              # keying asked for, but the solved rotations not all keyed: the warning
-    modifiers: str = ""            # F-curve modifiers act on the channels keyed (modifier_warning)
+    modifiers: str = ""            # F-curve modifiers act on the channels keyed, or their F-curves are muted (modifier_warning, muted_warning)
     world_misses: np.ndarray | None = None  # (G,) ``misses`` in world space: the distances the report gives
 
     @property
@@ -297,6 +297,15 @@ def modifier_warning(found) -> str:
             "again")
 
 
+def muted_warning(muted) -> str:
+    """The warning that Solve IK keyed channels whose F-curves are muted (``keys.muted_curves``:
+    ``muted``), naming each, and what to do."""
+    return (f"F-curves Solve IK keyed are muted ({keys.describe_channels(muted)}): Blender does not play a muted "
+            f"F-curve (or one in a muted group), so the keys there do not animate the bones: the solved pose stays only "
+            f"until something else sets them. "
+            f"{keys.MUTED_REMEDY}")
+
+
 def unkeyed_warning(bones, keying, modifiers: bool = False) -> str:
     """The warning that the solved rotations of ``bones`` were not keyed (keyed as ``keying``, a
     ``keys.AutoKeying``, says): why, that the pose will not hold at other frames, and what to change.
@@ -356,7 +365,8 @@ class PendingSolve:
         those with an F-curve when ``only_available``, only keys already at the frame when
         ``replace_only``. When a moved bone's rotation ends up with
         no key at the frame, ``unkeyed`` says which and why (the pose will not hold); when
-        F-curve modifiers act on the channels keyed at the frame, ``modifiers`` names them."""
+        F-curve modifiers act on the channels keyed at the frame, or their F-curves are muted,
+        ``modifiers`` names them."""
         if not self.key:
             return
         ob, moved = self.ob, self.problem.moved_bones
@@ -370,8 +380,9 @@ class PendingSolve:
                              only_available=keying.only_available, replace_only=keying.replace_only)
             self.keyed = list(moved)
         found = keys.acting_modifiers(ob, moved, self.frame, self.frame, self.root_bone, key_scale)
-        if found:
-            self.modifiers = modifier_warning(found)
+        muted = keys.muted_curves(ob, moved, self.root_bone, key_scale)
+        self.modifiers = " ".join(w for w in (modifier_warning(found) if found else "",
+                                              muted_warning(muted) if muted else "") if w)
         unkeyed = keys.unkeyed_rotations(ob, moved, self.frame)
         if unkeyed:
             self.keyed = [n for n in self.keyed if n not in unkeyed]
@@ -1945,6 +1956,8 @@ def check_keyed_curves(ob, problem: rig_reader.RigProblem, frames, root_bone=Non
     * the rotation mode of a moved bone is keyed and is, at some frame of the range, another
       mode than the one it has now, which the bake keys: Blender would play the other mode's
       channels on those frames;
+    * the F-curve of one of those channels is muted (or in a muted group): Blender would not play
+      the keys written there;
     * an F-curve modifier acts on one of those channels (``keys.acting_modifiers``: Noise,
       Generator, Stepped by more than a frame, Envelope, Limits, ... that are not muted, at
       influence 0 or restricted to other frames): it would act on top of the baked keys."""
@@ -1969,6 +1982,11 @@ def check_keyed_curves(ob, problem: rig_reader.RigProblem, frames, root_bone=Non
                 "in the mode the bone has now, and Blender would play the keys of the other mode on those frames: "
                 "remove the rotation mode's keys (leaving the mode you want), or bake the frames of each mode "
                 "separately with the playhead on one of them; nothing was changed")
+    muted = keys.muted_curves(ob, problem.moved_bones, root_bone, key_scale=problem.stretches)
+    if muted:
+        raise ReadError(f"F-curves of channels the bake keys are muted ({keys.describe_channels(muted)}): Blender "
+                        f"does not play a muted F-curve (or one in a muted group), so the baked keys would not play. "
+                        f"{keys.MUTED_REMEDY}, and bake again; nothing was changed")
     found = keys.acting_modifiers(ob, problem.moved_bones, float(frames[0]), float(frames[-1]), root_bone,
                                   key_scale=problem.stretches)
     if found:

@@ -433,6 +433,42 @@ def test_bake_lets_through_fcurve_modifiers_that_leave_the_baked_frames_as_keyed
         assert (R.world_tail(ob, "b03") - R.world_location(t)).length < 1e-3, f
 
 
+@pytest.mark.parametrize("muted", ["curve", "group"])
+def test_bake_refuses_a_muted_fcurve_of_a_channel_it_keys(muted):
+    """A chain bone's rotation F-curve that is muted (or in a muted group) is not played, so keys
+    baked into it would not play either (the QA pass measured a 0.79 miss, blamed on "something
+    on the rig"): refused up front, naming the bone and the channels and how to unmute them, and
+    nothing changes, with New Action on or off. Unmuted, the same rig bakes onto its target."""
+    scene = bpy.context.scene
+    ob, t, con = _ik_chain()
+    act = _fk_keys(ob)
+    curves = [R.fcurve(ob, 'pose.bones["b02"].rotation_quaternion', c) for c in range(4)]
+    for fc in curves:
+        if muted == "curve":
+            fc.mute = True
+        else:
+            fc.group.mute = True
+    scene.frame_set(4)
+    names = sorted(a.name for a in bpy.data.actions)
+    before, snap = R.action_snapshot(act), R.pose_snapshot(ob)
+    for new_action in (True, False):
+        with pytest.raises(RuntimeError) as err:
+            bpy.ops.sinew.bake(frame_start=1, frame_end=20, new_action=new_action)
+        text = str(err.value)
+        assert 'F-curves of channels the bake keys are muted (bone "b02": rotation_quaternion W, X, Y, Z)' in text, text
+        assert "Unmute them" in text and "nothing was changed" in text, text
+        assert sorted(a.name for a in bpy.data.actions) == names and ob.animation_data.action == act
+        assert R.same_snapshot(R.action_snapshot(act), before)
+        assert R.pose_snapshot(ob) == snap and not con.mute and scene.frame_current == 4
+    for fc in curves:
+        fc.mute = False
+        fc.group.mute = False
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=20) == {'FINISHED'}
+    for f in (1, 10, 20):
+        scene.frame_set(f)
+        assert (R.world_tail(ob, "b03") - R.world_location(t)).length < 1e-3, f
+
+
 def test_bake_refuses_a_bone_whose_rotation_mode_is_keyed_to_change_over_the_range():
     """A chain bone whose rotation mode is keyed (QUATERNION at frame 1, XYZ from 10) would be
     baked in one mode and played in the other on part of the range (QA: the bake wrote Euler keys

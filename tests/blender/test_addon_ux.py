@@ -973,6 +973,20 @@ def test_solve_keying_into_an_fcurve_with_a_modifier_names_the_modifier(kind, ca
         assert "an F-curve modifier on its rotation keeps Blender from inserting keys" in last, last
 
 
+def test_solve_keying_into_a_muted_fcurve_names_it(capfd):
+    """Auto Keying into a muted rotation F-curve: Blender inserts the key but does not play the
+    curve, so the key does not animate the bone (it keeps whatever pose it is left in); a warning
+    names the bone and the channels and says to unmute them."""
+    ob, t = _animated_chain_at_frame_5()
+    for c in range(4):
+        R.fcurve(ob, 'pose.bones["b02"].rotation_quaternion', c).mute = True
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    out = capfd.readouterr().out
+    assert ('Warning: Sinew: F-curves Solve IK keyed are muted (bone "b02": rotation_quaternion W, X, Y, Z)') in out, out
+    assert "Unmute them" in out, out
+    assert "b02.rotation_quaternion" in _keyed_at(ob, 5.0)  # keyed, into the muted curve
+
+
 # -- Reports and the sidebar ----------------------------------------------------------------------
 
 
