@@ -518,6 +518,10 @@ def _tree_goal(ob, t: IKTarget, tree_index: int, tree: IKTree, itasc: bool, warn
     if not c.use_tail and ob.pose.bones[owner].parent is None:
         warnings.append(f"{where} has no chain (Use Tail is off on a bone without parent); skipped")
         return None
+    if c.use_rotation and not itasc and not holding and abs(c.orient_weight - 1.0) > 1e-6:
+        # (iTaSC's note lists it among what is not used.)
+        warnings.append(f"{where}: its Rotation weight ({c.orient_weight:.3g}) is not used: a Sinew goal has one "
+                        "weight, the constraint's Weight, for its position and rotation alike")
     pole = None
     if c.pole_target is not None:
         if c.pole_target.type == 'ARMATURE' and c.pole_subtarget and c.pole_target.pose.bones.get(c.pole_subtarget) is None:

@@ -398,6 +398,23 @@ def test_itasc_position_weight_is_used_as_the_note_says(capfd):
     assert misses[0.05] > misses[1.0] + 0.05, misses
 
 
+def test_standard_ik_rotation_weight_is_named_as_not_used(capfd):
+    """Blender's Standard IK weighs an IK constraint's rotation by its Rotation weight
+    (orient_weight); Sinew has one weight per goal: a Rotation weight other than 1 is named as not
+    used (and not when Rotation is off, where Blender does not use it either)."""
+    ob = R.make_chain(4)
+    con = ob.pose.bones["b03"].constraints.new('IK')
+    con.target, con.chain_count = R.add_empty("T", (0.5, 0.2, 1.4)), 3
+    con.orient_weight = 0.3
+    R.activate(ob)
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    assert "Rotation weight" not in capfd.readouterr().out  # Rotation off
+    con.use_rotation = True
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    assert ('Bone "b03": IK constraint "IK": its Rotation weight (0.3) is not used: a Sinew goal has one weight, '
+            "the constraint's Weight, for its position and rotation alike") in capfd.readouterr().out
+
+
 def test_itasc_distance_constraint_is_refused():
     ob = R.make_chain(3)
     ob.pose.ik_solver = 'ITASC'
