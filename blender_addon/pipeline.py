@@ -1359,7 +1359,7 @@ class BakeJob:
         if sampling not in ("auto", "frames"):
             raise ValueError(f"sampling must be 'auto' or 'frames', not {sampling!r}")
         if not checked:
-            check_bake_up_front(context.scene, ob, frame_start, frame_end, new_action)
+            check_bake_up_front(context.evaluated_depsgraph_get(), ob, frame_start, frame_end, new_action)
         # Each constraint's influence at every frame: a goal whose IK constraint has influence
         # at some frame of the range is baked, each frame with its own influence.
         frames = np.arange(int(frame_start), int(frame_end) + 1)
@@ -1885,7 +1885,8 @@ def bake_jobs_steps(context, obs, frame_start: int, frame_end: int, settings: Se
     reads), yielding progress in [0, 1] meanwhile (nothing when no frame is stepped), then makes
     the jobs and returns (jobs, skipped). Closing it early (Esc) puts the frame and pose back;
     it changes nothing. What ``check_bake_up_front`` refuses (Time Stretching, a linked armature,
-    an action that cannot be written, a range too large) is refused before any stepping."""
+    one Blender does not evaluate, an action that cannot be written, a range too large) is refused
+    before any stepping."""
     frames = np.arange(int(frame_start), int(frame_end) + 1)
     chunk = kw.get("chunk") or 10
     read = {}
@@ -1894,7 +1895,8 @@ def bake_jobs_steps(context, obs, frame_start: int, frame_end: int, settings: Se
         t0 = time.perf_counter()
         if ob.type == 'ARMATURE' and frame_end >= frame_start:
             try:
-                check_bake_up_front(context.scene, ob, frame_start, frame_end, kw.get("new_action", True))
+                check_bake_up_front(context.evaluated_depsgraph_get(), ob, frame_start, frame_end,
+                                    kw.get("new_action", True))
             except ReadError as ex:
                 raise _armature_error(ob, ex, n > 1) from ex
             influences = yield from rescaled(
@@ -1932,16 +1934,19 @@ def bake_size_estimate(ob, frame_start: int, frame_end: int, problem=None, only_
     return nf * per_frame
 
 
-def check_bake_up_front(scene, ob, frame_start: int, frame_end: int, new_action: bool) -> None:
+def check_bake_up_front(depsgraph, ob, frame_start: int, frame_end: int, new_action: bool) -> None:
     """The refusals of a bake of armature ``ob`` that need neither the rig read nor any frame
-    stepped (ReadError): an empty range, Time Stretching, a linked armature, an action the keys
-    cannot be written into (``keys.check_action_writable``: NLA tweak mode, blended over NLA
-    strips), a range too large for even the constraints' influences (``check_bake_size``).
-    Run before the influences are read frame by frame (``bake_jobs_steps``, ``BakeJob``)."""
+    stepped (ReadError): an empty range, Time Stretching, a linked armature, an armature
+    ``depsgraph`` (the view layer's) does not evaluate (``rig_reader.check_armature_evaluated``),
+    an action the keys cannot be written into (``keys.check_action_writable``: NLA tweak mode,
+    blended over NLA strips), a range too large for even the constraints' influences
+    (``check_bake_size``). Run before the influences are read frame by frame
+    (``bake_jobs_steps``, ``BakeJob``)."""
     if frame_end < frame_start:
         raise ReadError(f"The frame range is empty ({frame_start}..{frame_end})")
-    check_time_not_stretched(scene)
+    check_time_not_stretched(depsgraph.scene)
     check_editable(ob)
+    rig_reader.check_armature_evaluated(ob, depsgraph)
     keys.check_action_writable(ob, new_action)
     check_bake_size(ob, frame_start, frame_end)
 

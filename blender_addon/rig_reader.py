@@ -159,12 +159,40 @@ def plain_matrix(ob, scene) -> Matrix | None:
     return None if m is None else Matrix(m[0].tolist())
 
 
-def not_evaluated_reason(ob) -> str:
-    """Why Blender does not evaluate object ``ob`` in the view layer, as the user would fix it."""
+def shown_objects(depsgraph) -> set[int]:
+    """The objects ``depsgraph`` evaluates whole (``as_pointer()`` of the originals): the ones its
+    view layer shows, whatever the eye icon says, and their parents (``depsgraph.ids``; measured
+    in Blender 4.2, 5.0 and 5.2). An object disabled in viewports (the monitor icon) or in an
+    excluded or viewport-disabled collection is not among them: Blender evaluates only what a
+    shown object depends on of it (an IK constraint's target: its matrix, the bone or the mesh the
+    constraint reads), or nothing, and the rest stays as it was when last shown (the pose of an
+    armature that only deforms a shown mesh, say)."""
+    return {i.original.as_pointer() for i in depsgraph.ids}
+
+
+def not_evaluated_reason(ob, depsgraph) -> str:
+    """Why Blender does not evaluate object ``ob`` in ``depsgraph``'s view layer, as the user
+    would fix it."""
     if ob.hide_viewport:
         return f'"{ob.name}" has Disable in Viewports on (the monitor icon in the Outliner)'
-    return (f'"{ob.name}" is in no collection the view layer evaluates: its collection is excluded (the checkbox '
-            "in the Outliner) or disabled in viewports")
+    return (f'"{ob.name}" is in no collection the view layer "{depsgraph.view_layer.name}" evaluates: its collection '
+            "is excluded (the checkbox in the Outliner) or disabled in viewports")
+
+
+def check_armature_evaluated(ob, depsgraph) -> None:
+    """ReadError (naming armature ``ob``, why and what to do; nothing is changed) unless
+    ``depsgraph`` evaluates ``ob`` whole (``shown_objects``): an armature disabled in viewports,
+    or in an excluded or disabled collection (still active, in Pose Mode, or reached through
+    ``bpy.context.temp_override`` by a script), keeps the object matrix and pose it had when last
+    shown, whatever the frame, so a solve would aim from a stale place and a bake would key
+    rotations that miss once it is shown."""
+    if ob.as_pointer() in shown_objects(depsgraph):
+        return
+    raise ReadError(
+        f'Armature "{ob.name}" is not evaluated by Blender ({not_evaluated_reason(ob, depsgraph)}), so its place and '
+        "pose stay where they were when it was last shown, whatever the frame: Sinew would solve it from there and "
+        "its keys would miss once it is shown. Enable it in viewports or include its collection in the view layer "
+        "(hiding it with the eye icon instead is fine: Blender still evaluates it); nothing was changed")
 
 
 def check_evaluated(goals, depsgraph) -> list[GoalSpec]:
@@ -172,23 +200,21 @@ def check_evaluated(goals, depsgraph) -> list[GoalSpec]:
     ``hidden``, or ReadError (naming the goal's bone, the target or pole and why; nothing is
     changed) when such an object is not plain.
 
-    Blender evaluates the objects a view layer shows (the eye icon does not matter) and what they
-    depend on, constraint targets included; a Sinew goal's target is a property, not a
-    constraint, so one disabled in viewports (the monitor icon) or in an excluded or disabled
-    collection is not evaluated, and its matrix stays where it was last shown: reading it would
-    solve for a stale place. Such a target (or pole) is read from its own channels and F-curves
-    (``plain_matrix``) when it is a plain object, which gives exactly its place; a bone, a vertex
-    group (its mesh would be stale too), or an object with a parent, constraints or drivers, is
-    refused. A Line, Plane or Half-Space goal's
-    direction or normal is an axis of its target, read the same way. (Whether Blender evaluates an
-    object is read from ``depsgraph.ids``, which leaves out an object evaluated only as a visible
-    object's parent: such a target is refused too, safely.)"""
-    evaluated = {i.original.as_pointer() for i in depsgraph.ids}
+    Blender evaluates the objects a view layer shows (the eye icon does not matter) and their
+    parents (``shown_objects``), and what they depend on, constraint targets included; a Sinew
+    goal's target is a property, not a constraint, so one disabled in viewports (the monitor icon)
+    or in an excluded or disabled collection is not evaluated, and its matrix stays where it was
+    last shown: reading it would solve for a stale place. Such a target (or pole) is read from its
+    own channels and F-curves (``plain_matrix``) when it is a plain object, which gives exactly its
+    place; a bone, a vertex group (its mesh would be stale too), or an object with a parent,
+    constraints or drivers, is refused. A Line, Plane or Half-Space goal's direction or normal is
+    an axis of its target, read the same way."""
+    shown = shown_objects(depsgraph)
     out = []
     for g in goals:
         refs = {}
         for ref, what in ((g.target, "target"), (g.pole, "pole target")):
-            if ref is None or ref.ob.as_pointer() in evaluated:
+            if ref is None or ref.ob.as_pointer() in shown:
                 continue
             if not ref.bone and not ref.vertex_group and plain_matrix(ref.ob, depsgraph.scene) is not None:
                 refs["target" if what == "target" else "pole"] = replace(ref, hidden=True)
@@ -203,9 +229,9 @@ def check_evaluated(goals, depsgraph) -> list[GoalSpec]:
                          "drivers, animated only by its own keys)")
             raise ReadError(
                 f'Bone "{g.owner or g.bone}": the {goal}\'s {what} {ref.describe()} is not evaluated by Blender '
-                f"({not_evaluated_reason(ref.ob)}), so Sinew cannot know where it is{plain}. Enable it in viewports "
-                "or include its collection (hiding it with the eye icon instead is fine: Blender still evaluates it), "
-                "or use a Blender IK constraint, whose targets Blender evaluates; nothing was changed")
+                f"({not_evaluated_reason(ref.ob, depsgraph)}), so Sinew cannot know where it is{plain}. Enable it in "
+                "viewports or include its collection (hiding it with the eye icon instead is fine: Blender still "
+                "evaluates it), or use a Blender IK constraint, whose targets Blender evaluates; nothing was changed")
         out.append(replace(g, **refs) if refs else g)
     return out
 
@@ -1528,6 +1554,7 @@ def read(ob, *, need_goals: bool = True, depsgraph=None, only_selected: bool = F
     """Reads armature object ``ob`` (rest data, goals, limits; the evaluated pose of the bones
     above the chains from ``depsgraph``, default: the context's) into a RigProblem. Raises
     ReadError with a user-facing message (NoGoalsError when there is no goal); changes nothing.
+    An armature ``depsgraph`` does not evaluate is refused first (``check_armature_evaluated``).
     ``only_selected``: only the goals of selected bones (``selected_goals``). ``influences``: a
     bake's constraint influences over its range (``ConstraintInfluences``): an IK constraint with
     influence at any frame of it is a goal, whatever its influence now, and the checks that
@@ -1540,6 +1567,8 @@ def read(ob, *, need_goals: bool = True, depsgraph=None, only_selected: bool = F
         raise ReadError(f'Armature "{ob.name}" has no bones')
     if ob.mode == 'EDIT':
         raise ReadError("Leave Edit Mode first (Sinew reads the pose)")
+    depsgraph = depsgraph or bpy.context.evaluated_depsgraph_get()
+    check_armature_evaluated(ob, depsgraph)
     enforce = None if influences is None else (lambda pb, c: influences.peak(pb.name, c.name))
     goals, replaced, warnings = read_goals(ob, enforce)
     if need_goals and not goals:
@@ -1612,7 +1641,6 @@ def read(ob, *, need_goals: bool = True, depsgraph=None, only_selected: bool = F
             lim.source = ", ".join(x for x in (lim.source, "IK Stretch") if x)
         if not lim.is_free:
             problem.limits[name] = lim
-    depsgraph = depsgraph or bpy.context.evaluated_depsgraph_get()
     problem.goals = goals = check_evaluated(goals, depsgraph)
     ob_eval = ob.evaluated_get(depsgraph)
     problem.rest = problem.rest_for(ob_eval.pose.bones, ob.pose.bones)

@@ -1,12 +1,16 @@
-"""Sinew goal targets Blender does not evaluate, and targets the solve itself moves.
+"""Objects Blender does not evaluate (armatures and targets), and targets the solve itself moves.
 
-A Sinew goal's target is a property, not a constraint, so Blender does not evaluate a target that
-is disabled in viewports or in an excluded collection: its matrix stays where it was last shown.
-Sinew never solves for such a stale place: a plain object (no parent, constraints or drivers) is
-read from its own channels and F-curves and followed exactly; anything else is refused by name,
-changing nothing. A Sinew goal aimed at a bone of its own chain is refused; one aimed at a bone
-that follows the chain is never reported as reached when Blender's pose misses where that bone
-ends up."""
+An armature Blender does not evaluate (disabled in viewports, or excluded from the view layer and
+reached through ``temp_override``) keeps a stale place and pose: refused by name, changing
+nothing. A Sinew goal's target is a property, not a constraint, so Blender does not evaluate a
+target that is disabled in viewports or in an excluded collection: its matrix stays where it was
+last shown. Sinew never solves for such a stale place: a plain object (no parent, constraints or
+drivers) is read from its own channels and F-curves and followed exactly; anything else is refused
+by name, changing nothing. A Sinew goal aimed at a bone of its own chain is refused; one aimed
+at a bone that follows the chain is never reported as reached when Blender's pose misses where
+that bone ends up."""
+
+import contextlib
 
 import bpy
 import pytest
@@ -143,6 +147,68 @@ def test_eye_hidden_parented_target_is_evaluated_and_followed():
     bpy.context.scene.frame_set(15)
     assert bpy.ops.sinew.solve() == {'FINISHED'}
     assert (R.world_tail(ob, "b02") - TRUTH[15]).length < TOL
+
+
+# -- armatures Blender does not evaluate -----------------------------------------------------------
+
+
+def _walking_rig(parented):
+    """Armature "Rig" (IK on b02, chain 2, to Empty "T") walking 1 m along X with its target over
+    frames 1-10, by its own location keys or, ``parented``, by an animated parent Empty."""
+    sc = bpy.context.scene
+    sc.frame_start, sc.frame_end = 1, 10
+    ob = R.make_chain(3, 0.5, "Rig", bend=0.02)
+    t = R.add_empty("T")
+    R.key_locations(t, {1: (0.4, 0.1, 1.1), 10: (1.4, 0.1, 1.1)})
+    mover = ob
+    if parented:
+        mover = R.add_empty("Mover")
+        ob.parent = mover
+    R.key_locations(mover, {1: (0, 0, 0), 10: (1, 0, 0)})
+    ik = ob.pose.bones["b02"].constraints.new('IK')
+    ik.target, ik.chain_count = t, 2
+    sc.frame_set(4)  # (where it is last evaluated)
+    return ob, ik
+
+
+@pytest.mark.parametrize("how", ["own keys, disabled in viewports", "parented, disabled in viewports",
+                                 "own keys, excluded, temp_override"])
+def test_an_armature_blender_does_not_evaluate_is_refused_by_name(how):
+    """Still active and in Pose Mode (or reached by a script through ``temp_override``), it keeps
+    the place and pose Blender last evaluated: Solve IK keyed a pose 0.43 off and a bake keys 0.50
+    off once it was shown (QA qa9 repro_1), both blamed on "something on the rig". Refused up
+    front, naming it, why and what to do; nothing changed, the IK constraint not muted."""
+    ob, ik = _walking_rig(parented=how.startswith("parented"))
+    sc, vl = bpy.context.scene, bpy.context.view_layer
+    if "excluded" in how:
+        coll = bpy.data.collections.new("RigColl")
+        sc.collection.children.link(coll)
+        sc.collection.objects.unlink(ob)
+        coll.objects.link(ob)
+        vl.layer_collection.children["RigColl"].exclude = True
+        why = r'"Rig" is in no collection the view layer "ViewLayer" evaluates: its collection is excluded'
+        context = bpy.context.temp_override(active_object=ob, object=ob, selected_objects=[ob], view_layer=vl)
+    else:
+        bpy.ops.object.mode_set(mode='POSE')
+        ob.hide_viewport = True
+        why = r'"Rig" has Disable in Viewports on \(the monitor icon'
+        context = contextlib.nullcontext()
+    vl.update()
+    sc.frame_set(7)
+    snap, action = R.pose_snapshot(ob), ob.animation_data and ob.animation_data.action
+    keys = R.action_snapshot(action)
+    actions = set(bpy.data.actions)
+    with context:
+        for op, kw in ((bpy.ops.sinew.solve, dict(use_keyframes=True)),
+                       (bpy.ops.sinew.bake, dict(frame_start=1, frame_end=10)),
+                       (bpy.ops.sinew.compare_methods, {})):
+            with pytest.raises(RuntimeError, match=rf'Armature "Rig" is not evaluated by Blender \({why}.*Enable it '
+                                                   r"in viewports or include its collection.*nothing was changed"):
+                op(**kw)
+            assert R.pose_snapshot(ob) == snap and set(bpy.data.actions) == actions
+            assert (ob.animation_data and ob.animation_data.action) == action
+            assert R.same_snapshot(R.action_snapshot(action), keys)
+            assert not ik.mute and sc.frame_current == 7
 
 
 # -- targets the solve moves -------------------------------------------------------------------
