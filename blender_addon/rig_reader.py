@@ -201,14 +201,19 @@ def check_evaluated(goals, depsgraph) -> list[GoalSpec]:
     changed) when such an object is not plain.
 
     Blender evaluates the objects a view layer shows (the eye icon does not matter) and their
-    parents (``shown_objects``), and what they depend on, constraint targets included; a Sinew
-    goal's target is a property, not a constraint, so one disabled in viewports (the monitor icon)
-    or in an excluded or disabled collection is not evaluated, and its matrix stays where it was
-    last shown: reading it would solve for a stale place. Such a target (or pole) is read from its
-    own channels and F-curves (``plain_matrix``) when it is a plain object, which gives exactly its
-    place; a bone, a vertex group (its mesh would be stale too), or an object with a parent,
-    constraints or drivers, is refused. A Line, Plane or Half-Space goal's direction or normal is
-    an axis of its target, read the same way."""
+    parents (``shown_objects``), and of any other object what a shown one depends on. A Blender
+    IK constraint depends on its target and pole (muted or at influence 0 as well: measured in
+    4.2, 5.0 and 5.2), so Blender evaluates what its IK reads of them, the object's matrix, the
+    bone or the mesh, even when they are disabled in viewports or in an excluded or disabled
+    collection (a hidden mocap skeleton): an IK constraint's target or pole that ``depsgraph``
+    holds (``evaluated_get`` gives an evaluated copy) is read as Blender's IK sees it. A Sinew
+    goal's target is a property, not a constraint: one that is not shown is not evaluated (its
+    depsgraph copy, if any, keeps the matrix it had when last shown) and reading it would solve for
+    a stale place. Such a target (or pole) is read from its own channels and F-curves
+    (``plain_matrix``) when it is a plain object, which gives exactly its place; a bone, a vertex
+    group (its mesh would be stale too), or an object with a parent, constraints or drivers, is
+    refused. A Line, Plane or Half-Space goal's direction or normal is an axis of its target, read
+    the same way."""
     shown = shown_objects(depsgraph)
     out = []
     for g in goals:
@@ -216,6 +221,8 @@ def check_evaluated(goals, depsgraph) -> list[GoalSpec]:
         for ref, what in ((g.target, "target"), (g.pole, "pole target")):
             if ref is None or ref.ob.as_pointer() in shown:
                 continue
+            if g.tree >= 0 and ref.ob.evaluated_get(depsgraph).is_evaluated:
+                continue  # (evaluated as the IK constraint's dependency)
             if not ref.bone and not ref.vertex_group and plain_matrix(ref.ob, depsgraph.scene) is not None:
                 refs["target" if what == "target" else "pole"] = replace(ref, hidden=True)
                 continue
@@ -227,11 +234,12 @@ def check_evaluated(goals, depsgraph) -> list[GoalSpec]:
             else:
                 plain = (" (Sinew reads a hidden target only when it is a plain object: no parent, no constraints, no "
                          "drivers, animated only by its own keys)")
+            instead = (", or use a Blender IK constraint, whose targets Blender evaluates" if g.tree < 0 else "")
             raise ReadError(
                 f'Bone "{g.owner or g.bone}": the {goal}\'s {what} {ref.describe()} is not evaluated by Blender '
                 f"({not_evaluated_reason(ref.ob, depsgraph)}), so Sinew cannot know where it is{plain}. Enable it in "
                 "viewports or include its collection (hiding it with the eye icon instead is fine: Blender still "
-                "evaluates it), or use a Blender IK constraint, whose targets Blender evaluates; nothing was changed")
+                f"evaluates it){instead}; nothing was changed")
         out.append(replace(g, **refs) if refs else g)
     return out
 

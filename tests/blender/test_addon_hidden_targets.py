@@ -6,7 +6,9 @@ nothing. A Sinew goal's target is a property, not a constraint, so Blender does 
 target that is disabled in viewports or in an excluded collection: its matrix stays where it was
 last shown. Sinew never solves for such a stale place: a plain object (no parent, constraints or
 drivers) is read from its own channels and F-curves and followed exactly; anything else is refused
-by name, changing nothing. A Sinew goal aimed at a bone of its own chain is refused; one aimed
+by name, changing nothing. A Blender IK constraint's target and pole are its dependencies, which
+Blender evaluates however hidden they are: followed as Blender's IK follows them, also after a
+bake has muted the constraint. A Sinew goal aimed at a bone of its own chain is refused; one aimed
 at a bone that follows the chain is never reported as reached when Blender's pose misses where
 that bone ends up."""
 
@@ -14,7 +16,7 @@ import contextlib
 
 import bpy
 import pytest
-from mathutils import Vector
+from mathutils import Quaternion, Vector
 
 import sinew_rigs as R
 
@@ -173,7 +175,7 @@ def _walking_rig(parented):
 
 @pytest.mark.parametrize("how", ["own keys, disabled in viewports", "parented, disabled in viewports",
                                  "own keys, excluded, temp_override"])
-def test_an_armature_blender_does_not_evaluate_is_refused_by_name(how):
+def test_an_armature_blender_does_not_evaluate_is_refused_by_name(how, tmp_path):
     """Still active and in Pose Mode (or reached by a script through ``temp_override``), it keeps
     the place and pose Blender last evaluated: Solve IK keyed a pose 0.43 off and a bake keys 0.50
     off once it was shown (QA qa9 repro_1), both blamed on "something on the rig". Refused up
@@ -201,7 +203,8 @@ def test_an_armature_blender_does_not_evaluate_is_refused_by_name(how):
     with context:
         for op, kw in ((bpy.ops.sinew.solve, dict(use_keyframes=True)),
                        (bpy.ops.sinew.bake, dict(frame_start=1, frame_end=10)),
-                       (bpy.ops.sinew.compare_methods, {})):
+                       (bpy.ops.sinew.compare_methods, {}),
+                       (bpy.ops.sinew.export_problem, dict(filepath=str(tmp_path / "problem.json")))):
             with pytest.raises(RuntimeError, match=rf'Armature "Rig" is not evaluated by Blender \({why}.*Enable it '
                                                    r"in viewports or include its collection.*nothing was changed"):
                 op(**kw)
@@ -209,6 +212,111 @@ def test_an_armature_blender_does_not_evaluate_is_refused_by_name(how):
             assert (ob.animation_data and ob.animation_data.action) == action
             assert R.same_snapshot(R.action_snapshot(action), keys)
             assert not ik.mute and sc.frame_current == 7
+    assert not (tmp_path / "problem.json").exists()
+
+
+# -- IK constraint targets Blender evaluates as dependencies ------------------------------------
+
+
+def _chain_hanging_on_hidden_controls(hide):
+    """A 3-bone chain with IK on b02 (chain 2) to Empty "T" with pole Empty "Pole", both
+    following the animated parent "Mover" in collection "Controls", which ``hide`` excludes from
+    the view layer or disables in viewports. {frame: T's place} read while it was shown."""
+    sc = bpy.context.scene
+    sc.frame_start, sc.frame_end = 1, 10
+    ob = R.make_chain(3, 0.5, "Ch", bend=0.02)
+    for pb in ob.pose.bones:
+        pb.rotation_mode = 'QUATERNION'
+    coll = bpy.data.collections.new("Controls")
+    sc.collection.children.link(coll)
+    mover = R.add_empty("Mover")
+    t = R.add_empty("T", (0.4, 0.1, 1.1), parent=mover)
+    pole = R.add_empty("Pole", (0.0, -1.0, 0.6), parent=mover)
+    for o in (mover, t, pole):
+        sc.collection.objects.unlink(o)
+        coll.objects.link(o)
+    R.key_locations(mover, {1: (0, 0, 0), 10: (-0.6, 0.1, -0.1)})
+    ik = ob.pose.bones["b02"].constraints.new('IK')
+    ik.target, ik.pole_target, ik.chain_count = t, pole, 2
+    truth = {}
+    for f in range(1, 11):
+        sc.frame_set(f)
+        truth[f] = R.world_location(t)
+    if hide == "exclude":
+        bpy.context.view_layer.layer_collection.children["Controls"].exclude = True
+    else:
+        coll.hide_viewport = True
+    R.activate(ob)
+    return ob, ik, truth
+
+
+def _chain_points(ob):
+    return [R.world_tail(ob, b) for b in ("b00", "b01", "b02")]
+
+
+@pytest.mark.parametrize("hide", ["exclude", "collection disabled in viewports"])
+def test_an_ik_constraints_hidden_target_and_pole_are_followed_as_blender_ik_follows_them(hide, capfd):
+    """Blender evaluates an IK constraint's target and pole as dependencies of the armature, however
+    hidden (its own IK follows T within 1.3e-4; they were refused as "not evaluated", QA qa9
+    repro_2): Solve IK and the bake reach T on every frame and bend toward the pole exactly as
+    Blender's IK does; after the bake has muted the constraint its measure still reads them, and
+    Restore IK Constraints gives Blender's IK back, still following them."""
+    ob, ik, truth = _chain_hanging_on_hidden_controls(hide)
+    sc = bpy.context.scene
+    blender = {}
+    for f in range(1, 11):
+        sc.frame_set(f)
+        blender[f] = _chain_points(ob)
+        assert (blender[f][2] - truth[f]).length < 2e-4, f  # (Blender's IK follows the hidden target)
+    assert (truth[10] - truth[1]).length > 0.5
+    bpy.ops.object.mode_set(mode='POSE')
+    sc.frame_set(6)
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    assert "Sinew: 1 goal reached" in capfd.readouterr().out
+    ik.mute = True  # (Sinew's pose alone)
+    assert max((a - b).length for a, b in zip(_chain_points(ob), blender[6])) < TOL
+    ik.mute = False
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=10) == {'FINISHED'}
+    assert "the goal reached on every frame" in capfd.readouterr().out
+    assert ik.mute
+    for f in range(1, 11):
+        sc.frame_set(f)
+        pts = _chain_points(ob)
+        assert (pts[2] - truth[f]).length < TOL, f
+        assert max((a - b).length for a, b in zip(pts, blender[f])) < TOL, f
+    assert bpy.ops.sinew.restore_constraints() == {'FINISHED'}
+    assert not ik.mute
+    for f in range(1, 11):
+        sc.frame_set(f)
+        assert (R.world_tail(ob, "b02") - truth[f]).length < TOL, f
+
+
+def test_an_ik_constraint_on_a_bone_of_a_hidden_mocap_skeleton_is_baked():
+    """An IK constraint's target bone on an armature disabled in viewports (a hidden mocap
+    skeleton): Blender's IK follows it, so does the bake (it was refused, QA qa9 t15)."""
+    sc = bpy.context.scene
+    sc.frame_start, sc.frame_end = 1, 10
+    mocap = R.make_chain(2, 0.5, "Mocap")
+    mocap.location = (0.3, 0.1, 0.0)
+    pb = mocap.pose.bones["b00"]
+    for f, angle in ((1, 0.0), (10, 0.8)):
+        pb.rotation_quaternion = Quaternion((1, 0, 0), angle)
+        pb.keyframe_insert("rotation_quaternion", frame=f)
+    truth = {}
+    for f in range(1, 11):
+        sc.frame_set(f)
+        truth[f] = R.world_head(mocap, "b01")
+    mocap.hide_viewport = True
+    ob = R.make_chain(3, 0.5, "Ch", bend=0.02)
+    ik = ob.pose.bones["b02"].constraints.new('IK')
+    ik.target, ik.subtarget, ik.chain_count = mocap, "b01", 2
+    R.activate(ob)
+    bpy.ops.object.mode_set(mode='POSE')
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=10) == {'FINISHED'}
+    assert ik.mute
+    for f in range(1, 11):
+        sc.frame_set(f)
+        assert (R.world_tail(ob, "b02") - truth[f]).length < TOL, f
 
 
 # -- targets the solve moves -------------------------------------------------------------------
