@@ -34,14 +34,18 @@ FORWARD = Vector((0.0, -1.0, 0.0))  # the metarig faces -Y
 
 
 def install_addon():
+    """Installs the newest zip as a user would, its engine imported from the extension (not a
+    ``sinew`` in the venv, which would come first on sys.path and which the add-on refuses to run
+    on: bench/bundled_addon.py)."""
     zips = sorted((ROOT / "dist").glob("sinew-*.zip"), key=lambda p: p.stat().st_mtime)
     if not zips:
         sys.exit("demo: no dist/sinew-*.zip; run scripts/build_extension.sh first")
-    bpy.ops.extensions.package_install_files(filepath=str(zips[-1]), repo="user_default", enable_on_install=True)
-    if addon_utils.check(MODULE) != (True, True):
-        sys.exit(f"demo: {zips[-1].name} did not install")
+    sys.path.insert(0, str(ROOT / "bench"))
+    import bundled_addon
+
+    version = bundled_addon.install(zips[-1], "demo")
     addon_utils.enable("rigify", default_set=True)
-    print(f"installed {zips[-1].name}")
+    print(f"installed {zips[-1].name} (engine {version})")
 
 
 def skin(ob):
