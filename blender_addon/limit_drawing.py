@@ -416,6 +416,8 @@ def _draw_handler():
     scene = context.scene
     if scene is None or not getattr(scene, "sinew_show_limits", False):
         return
+    if rig_reader.engine_problem() is not None:  # the limits come from the engine; the sidebar says why not
+        return
     try:
         region = context.region
         draw_scene_limits(context, (region.width, region.height))

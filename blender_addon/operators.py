@@ -19,7 +19,7 @@ import bpy
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper
 
-from . import keys, pipeline
+from . import keys, pipeline, rig_reader
 from .rig_reader import ReadError
 
 # Blender's own frame limits (MINAFRAME, MAXFRAME): bakes may cover negative frames.
@@ -36,7 +36,7 @@ def _method_items():
     the engine adds is offered without a change here."""
     try:
         names = pipeline.method_names()
-    except ReadError:  # the engine did not load: the operators report that when run
+    except ReadError:  # the engine did not load, or an older build is still loaded: the operators say so when run
         names = [pipeline.DEFAULT_METHOD]
     return tuple((n.upper(), pipeline.method_label(n), pipeline.method_description(n)) for n in names)
 
@@ -92,6 +92,19 @@ def _poll_editable_armature(cls, context):
         cls.poll_message_set(pipeline.NOT_EDITABLE)
         return False
     return True
+
+
+def _engine_refused(op) -> bool:
+    """True, after an ERROR report, when the engine cannot be used (``rig_reader.engine``: it does
+    not import, or another build than Blender installed with the add-on is loaded, as after an
+    update while Blender runs). The first thing every operator that calls the engine does, before
+    it reads or changes anything."""
+    try:
+        rig_reader.engine()
+    except ReadError as ex:
+        op.report({'ERROR'}, str(ex))
+        return True
+    return False
 
 
 def _failed(op, ex):
@@ -175,6 +188,8 @@ class SINEW_OT_solve(_SolverProps, bpy.types.Operator):
         self.draw_solver(layout)
 
     def execute(self, context):
+        if _engine_refused(self):
+            return {'CANCELLED'}
         obs = _editable_armatures(self, context)
         if obs is None:
             return {'CANCELLED'}
@@ -447,6 +462,8 @@ class SINEW_OT_bake(_SolverProps, bpy.types.Operator):
 
     def invoke(self, context, event):
         # As Bake Action: a dialog with the range (the scene's) and the options; baking starts on OK.
+        if _engine_refused(self):
+            return {'CANCELLED'}
         self._range(context)
         if context.window is None:
             return self.execute(context)
@@ -454,6 +471,8 @@ class SINEW_OT_bake(_SolverProps, bpy.types.Operator):
                                                           confirm_text="Bake")
 
     def execute(self, context):
+        if _engine_refused(self):
+            return {'CANCELLED'}
         obs = _editable_armatures(self, context)
         if obs is None:
             return {'CANCELLED'}
@@ -604,6 +623,8 @@ class SINEW_OT_compare_methods(bpy.types.Operator):
         return _poll_editable_armature(cls, context)
 
     def execute(self, context):
+        if _engine_refused(self):
+            return {'CANCELLED'}
         ob = _active_armature(context)
         if ob is None:
             self.report({'ERROR'}, "The active object is not an armature")
@@ -703,7 +724,15 @@ class SINEW_OT_export_problem(_SolverProps, bpy.types.Operator, ExportHelper):
         layout.prop(self, "only_selected")
         self.draw_solver(layout)
 
+    def invoke(self, context, event):
+        # Refused before the file browser opens, not after a file is picked.
+        if _engine_refused(self):
+            return {'CANCELLED'}
+        return super().invoke(context, event)
+
     def execute(self, context):
+        if _engine_refused(self):
+            return {'CANCELLED'}
         ob = _active_armature(context)
         if ob is None:
             self.report({'ERROR'}, "The active object is not an armature")

@@ -18,9 +18,12 @@ Where goals and limits come from, per pose bone:
 
 from __future__ import annotations
 
+import importlib.metadata
 import math
+import os
+import sys
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cache, cached_property
 
 import numpy as np
 from mathutils import Matrix, Quaternion, Vector
@@ -44,12 +47,80 @@ class NoGoalsError(ReadError):
 
 
 def engine():
-    """The ``sinew`` extension module (bundled as a wheel with this add-on)."""
+    """The ``sinew`` extension module (bundled as a wheel with this add-on). Raises ReadError
+    (``engine_problem``) when it does not import, or when it is another build than Blender
+    installed for this add-on: every engine call goes through here, so nothing runs on an engine
+    the add-on was not installed with."""
+    problem = engine_problem()
+    if problem is not None:
+        raise ReadError(f"{problem}; nothing was changed")
+    import sinew
+
+    return sinew
+
+
+def engine_problem() -> str | None:
+    """Why the engine cannot be used in this session, in the user's words, or None: the ``sinew``
+    module does not import (the wheel did not install), or it is another build than Blender
+    installed for this add-on (``engine_mismatch``)."""
     try:
         import sinew
     except ImportError as ex:  # pragma: no cover - only when the wheel did not install
-        raise ReadError(f"The Sinew engine module is not available ({ex}); reinstall the Sinew extension") from ex
-    return sinew
+        return f"The Sinew engine module is not available ({ex}); reinstall the Sinew extension"
+    return engine_mismatch(sinew)
+
+
+def extensions_site_packages() -> str:
+    """The site-packages into which Blender's extension system extracts the extensions' wheels
+    (``<extensions>/.local/lib/pythonX.Y/site-packages``, as ``addon_utils`` makes it), and from
+    which Blender imports them: it puts that directory first on ``sys.path`` when it starts."""
+    import bpy
+
+    return os.path.join(bpy.utils.user_resource('EXTENSIONS'), ".local", "lib",
+                        f"python{sys.version_info[0]}.{sys.version_info[1]}", "site-packages")
+
+
+@cache
+def installed_engine_version() -> str | None:
+    """The version of the ``sinew`` distribution that Blender's extension system installed from the
+    wheel this add-on bundles: the ``sinew-<version>.dist-info`` it extracted into
+    ``extensions_site_packages``, which is the engine Blender imports when it starts. None when
+    there is none: an add-on run from a source tree, whose manifest lists no wheel, runs whatever
+    ``sinew`` the developer put on the path, unchecked.
+
+    Read once per load of the add-on: installing, updating or reinstalling the extension imports
+    its modules anew, after Blender has extracted the wheel."""
+    site = extensions_site_packages()
+    if not os.path.isdir(site):
+        return None
+    for dist in importlib.metadata.distributions(path=[site]):
+        if (dist.metadata["Name"] or "").lower() == "sinew":
+            return dist.version
+    return None
+
+
+def engine_mismatch(sinew) -> str | None:
+    """What to tell the user when the ``sinew`` module loaded in this session is another build
+    than the one Blender installed for this add-on (``installed_engine_version``), else None.
+
+    It happens when the extension is updated, or uninstalled and installed again, while Blender
+    runs: Blender loads the new add-on's Python, but a native module cannot be loaded twice in one
+    Python, so the engine imported before stays in memory (Blender says nothing about it), and
+    only a restart loads the new one. Or another copy of ``sinew`` was imported first, from
+    elsewhere on ``sys.path`` (a script running Blender as a Python module whose Python has
+    ``sinew`` installed: tests/blender, bench and the demo put the extension's site-packages
+    first); the message then says where it came from."""
+    installed = installed_engine_version()
+    loaded = getattr(sinew, "__version__", None) or "an unknown build"
+    if installed is None or loaded == installed:
+        return None
+    package = os.path.dirname(getattr(sinew, "__file__", None) or "")
+    if os.path.realpath(os.path.dirname(package)) != os.path.realpath(extensions_site_packages()):
+        return (f"The Sinew engine loaded ({loaded}, from {package}) is not the one installed with the add-on "
+                f"({installed}): another copy of the sinew module was imported first; restart Blender to load "
+                "the add-on's")
+    return (f"Sinew was updated while Blender was running: restart Blender to load engine {installed} "
+            f"({loaded} is loaded)")
 
 
 # --------------------------------------------------------------------------------------------

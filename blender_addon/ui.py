@@ -162,11 +162,31 @@ class _SidebarPanel:
         return ob is not None and ob.type == 'ARMATURE'
 
 
+def line_chars(context, default: int = 40) -> int:
+    """Characters a line of the sidebar holds (at least 20), for text wrapped over labels."""
+    region = getattr(context, "region", None)
+    if region is None:
+        return default
+    return max(int(region.width / (7 * context.preferences.system.ui_scale)), 20)
+
+
+def draw_wrapped(layout, text: str, chars: int, icon: str) -> None:
+    """``text`` as labels of at most ``chars`` characters, ``icon`` on the first, the rest indented."""
+    col = layout.column(align=True)
+    for i, line in enumerate(textwrap.wrap(text, max(chars - 4, 16))):
+        col.label(text=line, icon=icon if i == 0 else 'BLANK1')
+
+
 class VIEW3D_PT_sinew(_SidebarPanel, bpy.types.Panel):
     bl_label = "Sinew IK"
 
     def draw(self, context):
         layout = self.layout
+        problem = rig_reader.engine_problem()
+        if problem is not None:  # Solve, Bake, Compare and Export refuse with this (operators._engine_refused)
+            box = layout.box()
+            box.alert = True
+            draw_wrapped(box, problem, line_chars(context), 'ERROR')
         col = layout.column(align=True)
         col.operator("sinew.solve", icon='CON_KINEMATIC')
         col.operator("sinew.bake", text="Bake IK to Keyframes...", icon='ACTION')
@@ -267,10 +287,7 @@ class VIEW3D_PT_sinew_compare(_SidebarPanel, bpy.types.Panel):
         layout.operator("sinew.compare_methods", icon='SORTTIME')
         doc = pipeline.compare_results(context.object)
         if doc is not None:
-            region = getattr(context, "region", None)
-            # Characters a line of the sidebar holds, for the reasons of the methods that refuse.
-            chars = int(region.width / (7 * context.preferences.system.ui_scale)) if region is not None else 40
-            draw_comparison(layout, doc, context.scene, max(chars, 20))
+            draw_comparison(layout, doc, context.scene, line_chars(context))
 
 
 def format_length(scene, value) -> str:
@@ -336,8 +353,7 @@ def draw_comparison(layout, doc, scene, chars=40):
             name_cell.label(text=name, icon='CANCEL' if r.get("unsupported") else 'ERROR')
             rest.label(text="n/a" if r.get("unsupported") else "failed")
             why = pipeline.short_reason(r["unsupported"]) if r.get("unsupported") else str(r["failed"])
-            for line in textwrap.wrap(why, max(chars - 4, 16)):
-                sub.label(text=line, icon='BLANK1')
+            draw_wrapped(sub, why, chars, 'BLANK1')
             continue
         row = col.row(align=True)
         row.alert = not r["reached"]
