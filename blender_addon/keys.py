@@ -441,10 +441,17 @@ def other_users(ob, act, slot) -> list:
             if id_ != ob and any(a == act and h == handle for a, h in _action_uses(id_))]
 
 
+def quoted_name(id_) -> str:
+    """An ID's name as a message gives it: quoted, and for one linked from a library followed by
+    that library as Blender shows it (``"Rig_Sinew" [rig.blend]``, as ``ID.name_full``), so that a
+    local ID of the same name (a re-bake's new ``Rig_Sinew`` of an override) is told apart."""
+    return f'"{id_.name}"' + (f" [{id_.library.name}]" if id_.library is not None else "")
+
+
 def describe_ids(ids) -> str:
     """IDs named for a message: an object by its name, any other ID with its type."""
-    return ", ".join(f'"{i.name}"' if i.id_type == 'OBJECT' else f'{i.id_type.lower().replace("_", " ")} "{i.name}"'
-                     for i in sorted(ids, key=lambda i: (i.id_type, i.name)))
+    return ", ".join(quoted_name(i) if i.id_type == 'OBJECT' else f'{i.id_type.lower().replace("_", " ")} '
+                     f"{quoted_name(i)}" for i in sorted(ids, key=lambda i: (i.id_type, i.name)))
 
 
 def assigned_slot(ob):
@@ -483,7 +490,7 @@ def check_action_writable(ob, new_action: bool) -> None:
 
     ad = ob.animation_data
     if ad is not None and ad.use_tweak_mode:
-        what = f' (editing action "{ad.action.name}" in an NLA strip)' if ad.action is not None else ""
+        what = f" (editing action {quoted_name(ad.action)} in an NLA strip)" if ad.action is not None else ""
         raise ReadError(f'Armature "{ob.name}" is in NLA tweak mode{what}: Sinew bakes into the object\'s own '
                         "action, which Blender does not allow to change while a strip is tweaked. Leave tweak mode "
                         "(Tab in the NLA editor) and bake again")
@@ -500,11 +507,10 @@ def check_action_writable(ob, new_action: bool) -> None:
                         "and its Influence to 1 (NLA editor > Sidebar > Edited Action tab) and bake again")
     act = ad.action if ad is not None else None
     if not new_action and act is not None and not act.is_editable:
-        lib = f' from library "{act.library.filepath}"' if act.library is not None else ""
-        raise ReadError(f'Action "{act.name}" is linked{lib} and cannot be changed: turn on New Action')
+        raise ReadError(f"Action {quoted_name(act)} is linked and cannot be changed: turn on New Action")
     others = other_users(ob, act, assigned_slot(ob)) if not new_action else []
     if others:
-        what = f'its action "{act.name}"' + (f' (slot "{ad.action_slot.name_display}")' if SLOTTED else "")
+        what = f"its action {quoted_name(act)}" + (f' (slot "{ad.action_slot.name_display}")' if SLOTTED else "")
         raise ReadError(f'Armature "{ob.name}": {what} also animates {describe_ids(others)}, so baking into it with '
                         f"New Action off would change {'them' if len(others) > 1 else 'it'} too. Turn on New Action "
                         f'(the bake then goes into a copy), or give "{ob.name}" an action of its own; nothing was '
@@ -529,7 +535,8 @@ def prepare_action(ob, new_action: bool):
     note = ""
     if new_action and is_sinew_bake_of(prev, ob):
         orig = getattr(prev, "sinew_original", None)
-        note = f'Re-baked into "{prev.name}"' + (f' (the original action "{orig.name}" is kept)' if orig else "")
+        note = f"Re-baked into {quoted_name(prev)}" + \
+               (f" (the original action {quoted_name(orig)} is kept)" if orig else "")
     elif new_action or prev is None:
         name = bake_action_name(ob) if new_action else f"{ob.name}Action"
         if prev is not None:
@@ -545,7 +552,7 @@ def prepare_action(ob, new_action: bool):
                 getattr(prev, "sinew_original", None)
         _assign_action(ad, act, prev_ident)
         if prev is not None and new_action:
-            note = f'Baked into new action "{act.name}"; "{prev.name}" is kept' + \
+            note = f'Baked into new action "{act.name}"; {quoted_name(prev)} is kept' + \
                    (" (with a fake user)" if prev.use_fake_user else "")
     act = ad.action
     if not SLOTTED:

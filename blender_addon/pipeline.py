@@ -494,8 +494,8 @@ def prepare_solve(context, ob, settings: Settings, *, key: bool = True) -> Pendi
     if key:
         ad = ob.animation_data
         if ad is not None and ad.action is not None and not ad.action.is_editable:
-            raise ReadError(f'Action "{ad.action.name}" is linked and cannot be keyed: turn Insert Keyframes off, '
-                            "or give the object a local action")
+            raise ReadError(f"Action {keys.quoted_name(ad.action)} is linked and cannot be keyed: turn Insert "
+                            "Keyframes off, or give the object a local action")
     try:
         sol, _seconds = inp.solve(solver, settings.root)
     except sinew.SinewError as ex:

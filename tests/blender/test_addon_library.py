@@ -14,15 +14,21 @@ def _library(tmp_path):
     s = R.set_goal(ob, "b02", t, chain_length=2)
     s.weight = 2.0
     ob.pose.bones["b01"].sinew.use_twist = True
+    path = str(tmp_path / "rig_library.blend")
+    _save_library(path, (ob, t))
+    return path
+
+
+def _save_library(path, objects):
+    """Saves the current file as library ``path`` with ``objects`` in collection "RigColl", then
+    starts an empty file."""
     coll = bpy.data.collections.new("RigColl")
     bpy.context.scene.collection.children.link(coll)
-    for o in (ob, t):
+    for o in objects:
         bpy.context.scene.collection.objects.unlink(o)
         coll.objects.link(o)
-    path = str(tmp_path / "rig_library.blend")
     bpy.ops.wm.save_as_mainfile(filepath=path)
     bpy.ops.wm.read_homefile(use_empty=True)
-    return path
 
 
 def _link(path):
@@ -31,6 +37,15 @@ def _link(path):
     coll = dst.collections[0]
     bpy.context.scene.collection.children.link(coll)
     return coll
+
+
+def _override(path):
+    """Links "RigColl" of library ``path`` and makes a fully editable library override of it in
+    its place: (the override collection, its armature)."""
+    coll = _link(path)
+    local = coll.override_hierarchy_create(bpy.context.scene, bpy.context.view_layer, do_fully_editable=True)
+    bpy.context.scene.collection.children.unlink(coll)
+    return local, next(o for o in local.objects if o.type == 'ARMATURE')
 
 
 def test_linked_rig_is_refused_like_blenders_pose_tools(addon, tmp_path):
@@ -51,11 +66,7 @@ def test_linked_rig_is_refused_like_blenders_pose_tools(addon, tmp_path):
 
 
 def test_overridden_rig_keeps_its_sinew_overrides_through_save_and_reload(tmp_path):
-    coll = _link(_library(tmp_path))
-    scene, view_layer = bpy.context.scene, bpy.context.view_layer
-    local = coll.override_hierarchy_create(scene, view_layer, do_fully_editable=True)
-    scene.collection.children.unlink(coll)
-    rig = next(o for o in local.objects if o.type == 'ARMATURE')
+    _local, rig = _override(_library(tmp_path))
     assert rig.override_library is not None and rig.is_editable
     s = rig.pose.bones["b02"].sinew
     assert s.weight == pytest.approx(2.0) and s.chain_length == 2  # from the library
@@ -79,34 +90,69 @@ def test_overridden_rig_keeps_its_sinew_overrides_through_save_and_reload(tmp_pa
     assert R.evaluated_locals(rig)["b02"].angle > 1e-3
 
 
-def test_overridden_rig_with_a_linked_action_bakes_into_a_local_one(tmp_path):
+def test_overridden_rig_with_a_linked_action_bakes_into_a_local_one(tmp_path, capfd):
     path = str(tmp_path / "animated_library.blend")
     ob = R.make_chain(3, name="Rig")
     for f in (1, 10):
         ob.pose.bones["b00"].rotation_quaternion = (1.0, 0.01 * f, 0.0, 0.0)
         ob.pose.bones["b00"].keyframe_insert("rotation_quaternion", frame=f)
-    coll = bpy.data.collections.new("RigColl")
-    bpy.context.scene.collection.children.link(coll)
-    bpy.context.scene.collection.objects.unlink(ob)
-    coll.objects.link(ob)
-    bpy.ops.wm.save_as_mainfile(filepath=path)
-    bpy.ops.wm.read_homefile(use_empty=True)
-    coll = _link(path)
-    local = coll.override_hierarchy_create(bpy.context.scene, bpy.context.view_layer, do_fully_editable=True)
-    bpy.context.scene.collection.children.unlink(coll)
-    rig = next(o for o in local.objects if o.type == 'ARMATURE')
+    _save_library(path, (ob,))
+    _local, rig = _override(path)
     linked_action = rig.animation_data.action
     assert linked_action.library is not None
     t = R.add_empty("T")
     R.key_locations(t, {1: (0.4, 0.1, 1.2), 10: (-0.3, 0.2, 1.1)})
     R.set_goal(rig, "b02", t, chain_length=2)
     R.activate(rig)
-    with pytest.raises(RuntimeError, match=r'Action "RigAction" is linked from library .* turn on New Action'):
+    # A linked action is named with its library, as Blender shows it.
+    with pytest.raises(RuntimeError, match=r'Action "RigAction" \[animated_library.blend\] is linked and cannot be '
+                                           r"changed: turn on New Action"):
         bpy.ops.sinew.bake(frame_start=1, frame_end=10, new_action=False)
     assert rig.animation_data.action == linked_action
+    capfd.readouterr()
     assert bpy.ops.sinew.bake(frame_start=1, frame_end=10) == {'FINISHED'}
+    assert 'Baked into new action "Rig_Sinew"; "RigAction" [animated_library.blend] is kept' in capfd.readouterr().out
     act = rig.animation_data.action
     assert act.library is None and act.sinew_original == linked_action
     for f in (1, 10):
         bpy.context.scene.frame_set(f)
         assert (R.world_tail(rig, "b02") - R.world_location(t)).length < 1e-3, f
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=10) == {'FINISHED'}
+    assert rig.animation_data.action == act
+    assert ('Re-baked into "Rig_Sinew" (the original action "RigAction" [animated_library.blend] is kept)'
+            in capfd.readouterr().out)
+
+
+def test_rebaking_an_override_whose_linked_action_is_a_bake_names_the_library(tmp_path, capfd):
+    """A rig baked in its library (its action is the library's "Rig_Sinew"), overridden in a shot
+    and baked again goes into a new local "Rig_Sinew"; the report tells the two apart by the
+    library (QA qa9 defect 4: 'Baked into new action "Rig_Sinew"; "Rig_Sinew" is kept')."""
+    path = str(tmp_path / "rig.blend")
+    ob = R.make_chain(3, name="Rig")
+    t = R.add_empty("T")
+    R.key_locations(t, {1: (0.4, 0.1, 1.1), 10: (-0.4, 0.2, 1.0)})
+    ob.pose.bones["b00"].keyframe_insert("rotation_quaternion", frame=1)
+    c = ob.pose.bones["b02"].constraints.new('IK')
+    c.target, c.chain_count = t, 2
+    R.activate(ob)
+    bpy.ops.object.mode_set(mode='POSE')
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=10) == {'FINISHED'}  # baked in the library
+    bpy.ops.object.mode_set(mode='OBJECT')
+    _save_library(path, (ob, t))
+    local, rig = _override(path)
+    linked = rig.animation_data.action
+    assert linked.name == "Rig_Sinew" and linked.library is not None
+    R.activate(rig)
+    assert bpy.ops.sinew.restore_constraints() == {'FINISHED'}
+    bpy.ops.object.mode_set(mode='POSE')
+    capfd.readouterr()
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=10) == {'FINISHED'}
+    out = capfd.readouterr().out
+    assert 'Baked into new action "Rig_Sinew"; "Rig_Sinew" [rig.blend] is kept' in out, out
+    act = rig.animation_data.action
+    assert act.name == "Rig_Sinew" and act.library is None and act != linked
+    assert act.sinew_original.name == "RigAction" and act.sinew_original.library is not None
+    target = next(o for o in local.objects if o.type == 'EMPTY')
+    for f in (1, 10):
+        bpy.context.scene.frame_set(f)
+        assert (R.world_tail(rig, "b02") - R.world_location(target)).length < 1e-3, f
