@@ -159,7 +159,8 @@ class SinewBoneSettings(bpy.types.PropertyGroup):
     # --- Limits ---------------------------------------------------------------------------
     use_cone: BoolProperty(
         name="Cone",
-        description="Limit how far the bone may swing, per quadrant (overrides Blender's IK limits on X and Z)",
+        description=("Limit how far the bone may swing, per quadrant (replaces Blender's IK lock or limit on X and Z; "
+                     "Blender's on Y stays)"),
         default=False,
         update=_changed,
         override=OVERRIDABLE,
@@ -186,7 +187,8 @@ class SinewBoneSettings(bpy.types.PropertyGroup):
     )
     use_twist: BoolProperty(
         name="Twist",
-        description="Limit the twist about the bone's own axis (overrides Blender's IK limit on Y)",
+        description=("Limit the twist about the bone's own axis (replaces Blender's IK lock or limit on Y; Blender's "
+                     "on X and Z stay)"),
         default=False,
         update=_changed,
         override=OVERRIDABLE,

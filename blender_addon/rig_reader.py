@@ -12,8 +12,9 @@ Where goals and limits come from, per pose bone:
 * a Sinew goal (``pose_bone.sinew.use_goal``), else its Blender IK constraints as Blender's IK
   gathers them into IK trees (``ik_trees``: the first one with influence, and the muted ones
   before it, which hold their tip where it is when they share a tree with one that acts);
-* Sinew limits (cone / twist / lock / stiffness) where enabled, else Blender's per-bone IK limits
-  (``lock_ik_*``, ``use_ik_limit_*``, ``ik_min_*``/``ik_max_*``, ``ik_stiffness_*``).
+* Blender's per-bone IK limits (``lock_ik_*``, ``use_ik_limit_*``, ``ik_min_*``/``ik_max_*``,
+  ``ik_stiffness_*``) merged per axis with Sinew's (cone / twist / lock / stiffness) where
+  enabled: ``read_limit``.
 """
 
 from __future__ import annotations
@@ -376,7 +377,8 @@ class LimitSpec:
     stiffness: float = 0.0       # the largest of the three axes'
     stiffness_axes: tuple | None = None  # (x, y, z) per local axis where they differ
     stretch: float = 0.0         # ik_stretch where the bone's IK tree stretches (Blender's rule), else 0
-    source: str = ""
+    source: str = ""             # where each part comes from ("IK lock X, Sinew twist"), for messages
+    from_blender: str = ""       # the Blender IK locks and limits kept (read_limit), for the Limits panel
 
     @property
     def is_free(self) -> bool:
@@ -790,77 +792,91 @@ def _engine_chain_length(chain_length: int, use_tail: bool) -> int:
     return chain_length if use_tail else chain_length + 1
 
 
+# What bounds one rotation axis of a bone (X or Z: the swing about it, Y: the twist): None (free),
+# LOCKED, or a (min, max) range in radians.
+LOCKED = "locked"
+
+
+def blender_axis_bound(pb, axis: str):
+    """What Blender's IK settings of pose bone ``pb`` put on its local ``axis`` ('x', 'y' or 'z'):
+    LOCKED (Lock IK), its (ik_min, ik_max) (Limit), or None (free)."""
+    if getattr(pb, f"lock_ik_{axis}"):
+        return LOCKED
+    if getattr(pb, f"use_ik_limit_{axis}"):
+        return (getattr(pb, f"ik_min_{axis}"), getattr(pb, f"ik_max_{axis}"))
+    return None
+
+
+_FULL_TURN = (-math.pi, math.pi)
+
+
+def _blender_cone_bounds(bound) -> tuple[float, float]:
+    """(min, max) of a swing axis in Blender's cone shape (``set_cone_limit_blender``): a locked
+    axis 0 both ways (``ConeLimit::from_blender`` makes that its zero bound: Blender's elbow), a
+    limited one its range widened to ZERO_HALF_ANGLE where it is 0 (the core allows no zero
+    half-angle), a free one a half turn."""
+    if bound is LOCKED:
+        return 0.0, 0.0
+    lo, hi = bound or _FULL_TURN
+    return min(lo, -ZERO_HALF_ANGLE), max(hi, ZERO_HALF_ANGLE)
+
+
 def read_limit(pb) -> LimitSpec:
-    """One bone's limits: Sinew settings where enabled, else Blender's IK limits."""
+    """One bone's limits, Blender's per-axis IK settings merged with Sinew's by one rule: Sinew's
+    cone replaces Blender's lock or limit on X and Z, Sinew's twist range the one on Y, and every
+    other axis keeps Blender's lock or limit (an elbow locked on X and Y with a Sinew twist still
+    swings only about Z; with a Sinew cone it still does not twist). Sinew's lock holds the bone
+    whatever the rest says, and its stiffness, when not 0, replaces Blender's per-axis IK
+    stiffness. ``source`` names where each part comes from (Blender's lock or limit per axis,
+    Sinew's settings), for messages; ``from_blender`` the Blender locks and limits kept, for the
+    Limits panel.
+
+    In the core's terms (``apply_limit``): the swing is Sinew's cone, or from Blender's X and Z
+    a hinge when only one axis is left free (one swing axis and Y locked: a hinge about the
+    other; both swing axes locked: a hinge about Y over the twist's range), Blender's elbow
+    (``IK_QElbowSegment``: one swing axis locked, a cone whose locked axis has half-angles of 0)
+    or Blender's cone shape; the twist is Y's range (a lock is the range [0, 0]); all three
+    locked is a locked bone."""
     s = pb.sinew
     lim = LimitSpec()
-    sources = []
-
-    # Blender's IK limits in the core's terms: swing about X and Z (the cone or a hinge),
-    # twist about Y.
-    lx, ly, lz = pb.lock_ik_x, pb.lock_ik_y, pb.lock_ik_z
-    x_range = (pb.ik_min_x, pb.ik_max_x) if pb.use_ik_limit_x else (-math.pi, math.pi)
-    y_range = (0.0, 0.0) if ly else ((pb.ik_min_y, pb.ik_max_y) if pb.use_ik_limit_y else None)
-    z_range = (pb.ik_min_z, pb.ik_max_z) if pb.use_ik_limit_z else (-math.pi, math.pi)
-    if lx and lz:
-        if ly:
-            lim.locked = True
-        else:
-            # No swing at all, only the twist: a hinge about the bone's own axis.
-            lo, hi = y_range if y_range is not None else (-math.pi, math.pi)
-            lim.swing, lim.hinge = "hinge", ((0.0, 1.0, 0.0), lo, hi)
-        sources.append("IK lock")
-    elif (lx or lz) and ly:
+    x, y, z = (blender_axis_bound(pb, a) for a in "xyz")
+    kept = [f"IK {'lock' if bound is LOCKED else 'limit'} {a}"
+            for a, bound, replaced in (("X", x, s.use_cone), ("Y", y, s.use_twist), ("Z", z, s.use_cone))
+            if bound is not None and not replaced]
+    sources = kept + (["Sinew cone"] if s.use_cone else []) + (["Sinew twist"] if s.use_twist else [])
+    if s.use_twist:
+        y = (s.twist_min, s.twist_max)
+    twist = (0.0, 0.0) if y is LOCKED else y
+    if s.use_cone:
+        lim.swing, lim.cone, lim.twist = "cone", (s.cone_x_pos, s.cone_x_neg, s.cone_z_pos, s.cone_z_neg), twist
+    elif x is LOCKED and z is LOCKED and y is LOCKED:
+        lim.locked = True
+    elif x is LOCKED and z is LOCKED:
+        # No swing at all, only the twist: a hinge about the bone's own axis.
+        lim.swing, lim.hinge = "hinge", ((0.0, 1.0, 0.0), *(twist or _FULL_TURN))
+    elif (x is LOCKED or z is LOCKED) and y is LOCKED:
         # One swing axis and the twist locked: a hinge about the other swing axis.
-        axis, (lo, hi) = ((0.0, 0.0, 1.0), z_range) if lx else ((1.0, 0.0, 0.0), x_range)
-        lim.swing, lim.hinge = "hinge", (axis, lo, hi)
-        sources.append("IK lock")
-    elif lx or lz:
-        # One swing axis locked, the twist free: Blender's elbow segment (IK_QElbowSegment: a
-        # swing about the other axis, then the twist about Y). In the core's terms a cone whose
-        # locked axis has half-angles of 0 (ConeLimit::from_blender makes that its zero bound),
-        # and the twist as Y's limit says (below).
-        if lx:
-            min_x, max_x = 0.0, 0.0
-            min_z, max_z = min(z_range[0], -ZERO_HALF_ANGLE), max(z_range[1], ZERO_HALF_ANGLE)
-        else:
-            min_x, max_x = min(x_range[0], -ZERO_HALF_ANGLE), max(x_range[1], ZERO_HALF_ANGLE)
-            min_z, max_z = 0.0, 0.0
-        lim.swing, lim.cone = "cone_blender", (min_x, max_x, min_z, max_z)
-        sources.append("IK lock")
-    elif pb.use_ik_limit_x or pb.use_ik_limit_z:
-        # The core does not allow a zero half-angle: 0 becomes ZERO_HALF_ANGLE (see above).
-        min_x, max_x = min(x_range[0], -ZERO_HALF_ANGLE), max(x_range[1], ZERO_HALF_ANGLE)
-        min_z, max_z = min(z_range[0], -ZERO_HALF_ANGLE), max(z_range[1], ZERO_HALF_ANGLE)
-        lim.swing, lim.cone = "cone_blender", (min_x, max_x, min_z, max_z)
-        sources.append("IK limits")
-    if lim.swing != "hinge" and not lim.locked and y_range is not None:
-        lim.twist = y_range
-        sources.append("IK limit Y")
+        axis, bound = ((0.0, 0.0, 1.0), z) if x is LOCKED else ((1.0, 0.0, 0.0), x)
+        lim.swing, lim.hinge = "hinge", (axis, *(bound or _FULL_TURN))
+    else:
+        if x is not None or z is not None:
+            lim.swing, lim.cone = "cone_blender", (*_blender_cone_bounds(x), *_blender_cone_bounds(z))
+        lim.twist = twist
     # Blender's IK weights each local axis by 1 - ik_stiffness (IK_QSegment::SetWeight); the
     # engine does the same in its damped-least-squares steps (FABRIK's own use the largest).
     axes = tuple(min(float(v), MAX_STIFFNESS) for v in (pb.ik_stiffness_x, pb.ik_stiffness_y, pb.ik_stiffness_z))
     lim.stiffness = max(axes)
     if not axes[0] == axes[1] == axes[2]:
         lim.stiffness_axes = axes
-
-    # Sinew's own settings override Blender's per aspect.
-    if s.use_cone:
-        lim.swing, lim.cone, lim.hinge = "cone", (s.cone_x_pos, s.cone_x_neg, s.cone_z_pos, s.cone_z_neg), ()
-        lim.locked = False
-        sources = [x for x in sources if x.startswith("IK limit Y")] + ["Sinew cone"]
-    if s.use_twist:
-        if lim.swing == "hinge":
-            lim.swing, lim.hinge = "free", ()
-            sources = [x for x in sources if x != "IK lock"]
-        lim.twist = (s.twist_min, s.twist_max)
-        sources = [x for x in sources if x != "IK limit Y"] + ["Sinew twist"]
+    if any(v > 0.0 for v in axes) and s.stiffness == 0.0:
+        sources.append("IK stiffness")
     if s.lock:
         lim.locked = True
-        sources.append("Sinew lock")
+        sources, kept = ["Sinew lock"], []
     if s.stiffness > 0.0:
         lim.stiffness, lim.stiffness_axes = s.stiffness, None
-    lim.source = ", ".join(sources)
+        sources.append("Sinew stiffness")
+    lim.source, lim.from_blender = ", ".join(sources), ", ".join(kept)
     return lim
 
 

@@ -104,8 +104,8 @@ def draw_limits(layout, pb):
     col.prop(s, "lock")
     col.prop(s, "stiffness")
     lim = rig_reader.read_limit(pb)
-    if not s.use_cone and not s.use_twist and lim.source:
-        layout.label(text=f"From Blender: {lim.source}", icon='INFO')
+    if lim.from_blender:  # (what Sinew's cone and twist leave of Blender's IK locks and limits)
+        layout.label(text=f"From Blender: {lim.from_blender}", icon='INFO')
 
 
 class BONE_PT_sinew(bpy.types.Panel):

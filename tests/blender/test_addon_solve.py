@@ -4,7 +4,7 @@ import math
 
 import bpy
 import pytest
-from mathutils import Vector
+from mathutils import Quaternion, Vector
 
 import sinew_rigs as R
 
@@ -111,6 +111,88 @@ def test_cones_and_twist_limits_are_respected():
         assert math.radians(-5) - 1e-4 <= tw <= math.radians(8) + 1e-4, (i, math.degrees(tw))
         bent = max(bent, q.angle)
     assert bent > math.radians(8)  # the limits bound a real bend, not a rest pose
+
+
+# Blender's IK setting on one axis of a bone: Lock IK, Limit with these (min, max), or neither.
+_AXIS_LIMITS = {"x": (math.radians(-10), math.radians(8)), "y": (math.radians(-6), math.radians(9)),
+                "z": (math.radians(-7), math.radians(12))}
+_SINEW_CONE = tuple(math.radians(a) for a in (12, 8, 10, 14))  # x_pos, x_neg, z_pos, z_neg
+_SINEW_TWIST = (math.radians(-8), math.radians(5))
+_SLACK = 1e-4  # radians
+
+
+def _blender_swing_ok(q, x, z):
+    """Whether the swing of local rotation ``q`` keeps Blender's IK settings on X and Z (each
+    "lock", "limit" (``_AXIS_LIMITS``) or "free") as Blender's IK measures them: on the swing
+    quaternion's (x, z) components, each bound θ giving sin(θ / 2); both limited, a quarter
+    ellipse per quadrant; a locked axis's component 0."""
+    q = q.normalized()
+    tw = Quaternion((q.w, 0.0, q.y, 0.0)).normalized()
+    sw = q @ tw.inverted()
+    if sw.w < 0:
+        sw.negate()
+    comps = {"x": sw.x, "z": sw.z}
+    semi = {}
+    for a, how in (("x", x), ("z", z)):
+        if how == "lock" and abs(comps[a]) > _SLACK:
+            return False
+        if how == "limit":
+            lo, hi = _AXIS_LIMITS[a]
+            semi[a] = math.sin((hi if comps[a] >= 0 else -lo) / 2)
+    return sum((comps[a] / s) ** 2 for a, s in semi.items()) <= 1.0 + 1e-3 if len(semi) == 2 else \
+        all(abs(comps[a]) <= s + _SLACK for a, s in semi.items())
+
+
+@pytest.mark.parametrize("sinew", [(cone, twist, lock) for lock in (False, True) for twist in (False, True)
+                                   for cone in (False, True)],
+                         ids=lambda s: "+".join(n for n, on in zip(("cone", "twist", "lock"), s) if on) or "no-sinew")
+@pytest.mark.parametrize("blender", [(x, y, z) for x in ("free", "lock", "limit") for y in ("free", "lock", "limit")
+                                     for z in ("free", "lock", "limit")], ids="-".join)
+def test_sinew_cone_and_twist_replace_only_their_axes_of_blenders_ik_settings(blender, sinew):
+    """One rule merges Blender's IK settings with Sinew's: Sinew's cone replaces Blender's lock or
+    limit on X and Z, Sinew's twist the one on Y, every other axis keeps Blender's lock or limit,
+    and Sinew's lock holds the bone. Every combination, on the middle bone of a chain pulled by a
+    rotation goal, read from Blender's evaluated pose. (QA: Lock X + Y with a Sinew twist swung
+    33.5 degrees about the locked X; Lock X + Y with a Sinew cone twisted 94.3 degrees.)"""
+    use_cone, use_twist, lock = sinew
+    ob = R.make_chain(3, length=0.4, roll_step=0.3, bend=0.03)
+    target = R.add_empty("T", (0.5, -0.3, 0.7))
+    target.rotation_euler = (1.0, 0.5, -0.8)
+    con = ob.pose.bones["b02"].constraints.new('IK')
+    con.target, con.chain_count, con.use_rotation = target, 3, True
+    pb = ob.pose.bones["b01"]
+    for a, how in zip("xyz", blender):
+        setattr(pb, f"lock_ik_{a}", how == "lock")
+        setattr(pb, f"use_ik_limit_{a}", how == "limit")
+        setattr(pb, f"ik_min_{a}", _AXIS_LIMITS[a][0])
+        setattr(pb, f"ik_max_{a}", _AXIS_LIMITS[a][1])
+    s = pb.sinew
+    s.use_cone, s.use_twist, s.lock = use_cone, use_twist, lock
+    s.cone_x_pos, s.cone_x_neg, s.cone_z_pos, s.cone_z_neg = _SINEW_CONE
+    s.twist_min, s.twist_max = _SINEW_TWIST
+    R.activate(ob)
+    con.mute = True
+    rest_miss = (R.world_tail(ob, "b02") - target.location).length
+    con.mute = False
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    con.mute = True  # Sinew's keyed pose alone
+    assert (R.world_tail(ob, "b02") - target.location).length < 0.5 * rest_miss  # it solved
+    q = R.evaluated_locals(ob)["b01"]
+    (x, z), tw = R.swing_twist(q)
+    seen = f"b01 swing x {math.degrees(x):.2f}, z {math.degrees(z):.2f}, twist {math.degrees(tw):.2f} degrees"
+    if lock:
+        assert q.angle < 1e-6, seen
+        return
+    if use_cone:
+        assert _cone_ok(q, *_SINEW_CONE), seen
+    else:
+        assert _blender_swing_ok(q, blender[0], blender[2]), seen
+    lo, hi = _SINEW_TWIST if use_twist else {"lock": (0.0, 0.0), "limit": _AXIS_LIMITS["y"],
+                                             "free": (-math.pi, math.pi)}[blender[1]]
+    assert lo - _SLACK <= tw <= hi + _SLACK, seen
+    if not use_cone and not use_twist and blender == ("free", "free", "free"):
+        # (The limits above bind: free, the bone goes past each of them.)
+        assert x < math.radians(-10) and z < math.radians(-14) and tw < math.radians(-8), seen
 
 
 def test_blender_ik_constraint_and_ik_limits_need_no_sinew_setup():
