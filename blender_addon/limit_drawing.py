@@ -1,15 +1,16 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Draws each bone's joint limit in the 3D viewport, as Blender draws its own IK limits.
 
-The limit drawn is the one a solve uses: ``rig_reader.read_limit`` (Sinew's settings where
-enabled, else Blender's IK limits), set on an engine rig by ``rig_reader.apply_limit``. Like
+The limit drawn is the one a solve uses: ``rig_reader.read_limit`` (Blender's IK limits merged
+with Sinew's settings, per axis), set on an engine rig by ``rig_reader.apply_limit``. Like
 Blender's degrees-of-freedom display, it sits at the bone's head in the bone's rest frame carried
 by its parent's pose (where the bone's own rotation starts from), scaled to the bone's length:
 
 * a **cone** (Sinew's four-angle cone in either of its shapes) is the patch of the sphere the
   bone's tail may reach, with its boundary: the directions come from the engine
   (``Rig.cone_boundary``), so the add-on holds none of the cone's math;
-* a **hinge** is the arc the tail sweeps over the hinge's range, with its two end spokes;
+* a **hinge** is the arc the tail sweeps over the hinge's range, with its two end spokes; so is
+  the swing of Blender's elbow (one swing axis locked: ``elbow_swing``), about the other axis;
 * a **twist** range is an arc around the bone's current axis (its swing as the engine splits
   it), with a tick at the current twist.
 
@@ -139,6 +140,27 @@ def _twist_arc(swing: Quaternion, lo: float, hi: float, current: float):
     return arc, np.array(swing @ (TWIST_HEIGHT * Y_AXIS)), np.array(point(current))
 
 
+def _hinge_arc(axis, lo: float, hi: float) -> np.ndarray:
+    """(K, 3) the bone's tail (+Y) turned about ``axis`` by each angle from ``lo`` to ``hi``."""
+    axis = Vector(axis)
+    return np.array([Quaternion(axis, a) @ Y_AXIS for a in _arc_angles(lo, hi)])
+
+
+def elbow_swing(lim: rig_reader.LimitSpec) -> tuple | None:
+    """For Blender's elbow (``rig_reader.read_limit``: a Blender cone whose X or Z half-angles are
+    both 0, that swing axis locked): (the other axis, its min, its max), the swing's only freedom,
+    drawn as a hinge's arc (as a cone it is a sliver, and with that axis free a band of no width
+    whose boundary does not show the swing); else None."""
+    if lim.swing != "cone_blender":
+        return None
+    min_x, max_x, min_z, max_z = lim.cone
+    if min_x == max_x == 0.0:
+        return (0.0, 0.0, 1.0), min_z, max_z
+    if min_z == max_z == 0.0:
+        return (1.0, 0.0, 0.0), min_x, max_x
+    return None
+
+
 def limit_shape(name: str, lim: rig_reader.LimitSpec, local: Quaternion) -> LimitShape | None:
     """The drawing of limit ``lim`` of bone ``name`` whose local rotation (relative to rest, as
     ``rotation_quaternion``) is ``local``; None when there is nothing to draw or the engine
@@ -153,7 +175,10 @@ def limit_shape(name: str, lim: rig_reader.LimitSpec, local: Quaternion) -> Limi
     shape = LimitShape(name, swing_at_bound=bool(state["swing_at_bound"]),
                        twist_at_bound=bool(state["twist_at_bound"]))
     swing = Quaternion(state["swing"])
-    if lim.swing in ("cone", "cone_blender"):
+    elbow = elbow_swing(lim)
+    if elbow is not None:
+        shape.hinge_arc, shape.hinge_range = _hinge_arc(*elbow), elbow[1:]
+    elif lim.swing in ("cone", "cone_blender"):
         shape.cone = cone_directions(lim)
     elif lim.swing == "hinge":
         axis, lo, hi = rig.limit("bone")["hinge"]  # normalised by the engine
@@ -167,8 +192,7 @@ def limit_shape(name: str, lim: rig_reader.LimitSpec, local: Quaternion) -> Limi
             shape.twist_range, shape.twist_at_bound = (lo, hi), shape.swing_at_bound
             shape.swing_at_bound = False
         else:
-            shape.hinge_arc = np.array([Quaternion(axis, a) @ Y_AXIS for a in _arc_angles(lo, hi)])
-            shape.hinge_range = (lo, hi)
+            shape.hinge_arc, shape.hinge_range = _hinge_arc(axis, lo, hi), (lo, hi)
     if lim.swing != "hinge" and lim.twist is not None:
         lo, hi = rig.limit("bone")["twist"]
         shape.twist_arc, shape.twist_centre, shape.twist_tick = _twist_arc(swing, lo, hi, state["twist"])
@@ -556,7 +580,7 @@ def save_png(pixels: np.ndarray, path: str) -> None:
 def register():
     bpy.types.Scene.sinew_show_limits = BoolProperty(
         name="Show Limits",
-        description="Draw each bone's joint limit in the 3D viewport (Sinew's limits, else Blender's IK limits): "
+        description="Draw each bone's joint limit in the 3D viewport (Blender's IK limits merged with Sinew's): "
                     "cones as surfaces at the joint, hinge and twist ranges as arcs, orange where the pose is at a "
                     "bound",
         default=False, options=set(), update=_toggled)

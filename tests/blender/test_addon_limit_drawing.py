@@ -161,6 +161,60 @@ def test_twist_arc_spans_exactly_the_range_around_the_current_axis(addon):
     assert not shape.twist_at_bound and not shape.swing_at_bound
 
 
+def test_blenders_elbow_swing_is_drawn_as_the_arc_of_its_free_axis(addon):
+    """Lock IK X with Z limited (Blender's elbow): the swing is about Z only, drawn as a hinge's arc
+    over Z's range whose ends are where Blender puts the tail at the bounds (as a cone it was a
+    sliver, and with Z free a band drawn as spokes to the bone's own axis)."""
+    ob = R.make_chain(3, length=0.4, roll_step=0.4)
+    pb = ob.pose.bones["b01"]
+    pb.lock_ik_x = True
+    pb.use_ik_limit_z, pb.ik_min_z, pb.ik_max_z = True, -0.5, 0.4
+    R.activate(ob)
+    shape, matrix = _shapes(addon, ob)["b01"]
+    assert shape.cone is None and shape.twist_arc is None
+    assert shape.hinge_range == (pytest.approx(-0.5), pytest.approx(0.4))
+    for end, angle in ((0, -0.5), (-1, 0.4)):
+        tail = _world_tail_when_posed(ob, "b01", Quaternion((0, 0, 1), angle))
+        assert (matrix @ Vector(shape.hinge_arc[end]) - tail).length < 1e-5
+
+
+@pytest.mark.parametrize("locks, sinew", [("xy", "twist"), ("xz", "twist"), ("xy", "cone")])
+def test_blenders_other_locks_are_drawn_with_sinews_cone_or_twist(addon, locks, sinew):
+    """What the solve keeps is drawn: Sinew's twist on a bone locked on X and Y (Blender's elbow,
+    its swing about Z only, free: the arc of the tail turned about Z, a full turn) draws Sinew's
+    twist range with it; on a bone locked on X and Z, the twist range alone; Sinew's cone on the
+    bone locked on X and Y draws the cone and the twist held at 0 (QA: the other locks were
+    dropped, as in the solve)."""
+    ob = R.make_chain(3, length=0.4)
+    pb = ob.pose.bones["b01"]
+    for a in locks:
+        setattr(pb, f"lock_ik_{a}", True)
+    s = pb.sinew
+    if sinew == "twist":
+        s.use_twist, s.twist_min, s.twist_max = True, math.radians(-20), math.radians(20)
+    else:
+        s.use_cone = True
+        s.cone_x_pos = s.cone_x_neg = s.cone_z_pos = s.cone_z_neg = math.radians(60)
+    R.activate(ob)
+    shape, _matrix = _shapes(addon, ob)["b01"]
+    assert shape.hinge_arc is None or (locks, sinew) == ("xy", "twist")
+    if sinew == "cone":
+        boundary = shape.cone[-1]
+        assert np.abs(boundary[:, 0]).max() == pytest.approx(math.sin(math.radians(60)), abs=1e-6)
+        assert np.abs(boundary[:, 2]).max() == pytest.approx(math.sin(math.radians(60)), abs=1e-6)
+        assert shape.twist_range == (0.0, 0.0)
+        return
+    assert shape.twist_range == (pytest.approx(math.radians(-20)), pytest.approx(math.radians(20)))
+    assert shape.cone is None
+    if locks == "xy":
+        arc = shape.hinge_arc
+        assert shape.hinge_range == (pytest.approx(-math.pi), pytest.approx(math.pi))
+        assert np.abs(arc[:, 2]).max() < 1e-6 and np.allclose(np.linalg.norm(arc, axis=1), 1.0)
+        angles = np.unwrap(np.arctan2(-arc[:, 0], arc[:, 1]))  # about +Z, from +Y toward -X
+        assert angles[-1] - angles[0] == pytest.approx(2.0 * math.pi, abs=1e-5) and np.all(np.diff(angles) > 0)
+        assert arc[0] == pytest.approx((0.0, -1.0, 0.0), abs=1e-6)  # from -pi, the tail turned back
+
+
 def test_parts_at_a_bound_are_drawn_in_the_bound_colour(addon):
     ld = addon.limit_drawing
     ob = _rig()
