@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import bpy
 import numpy as np
@@ -69,15 +69,17 @@ def drawable(lim: rig_reader.LimitSpec) -> bool:
 
 
 def engine_limit(lim: rig_reader.LimitSpec):
-    """A one-bone engine rig ("bone", identity rest) with ``lim`` set exactly as a solve sets it,
-    or None when the engine refuses the limit (the solve reports that)."""
+    """A one-bone engine rig ("bone", identity rest) with what ``lim`` draws (``limit_key``: not
+    its stiffness or stretch) set exactly as a solve sets it, or None when the engine refuses that
+    limit (the solve reports that)."""
     key = limit_key(lim)
     if key in _engine_limits:
         return _engine_limits[key]
     sinew = rig_reader.engine()
     rig = sinew.Rig(["bone"], [-1], np.eye(4)[None], [1.0])
     try:
-        rig_reader.apply_limit(rig, "bone", lim)
+        # (Only what the key holds, so that bones with the same key share one answer.)
+        rig_reader.apply_limit(rig, "bone", replace(lim, stiffness=0.0, stiffness_axes=None, stretch=0.0))
     except rig_reader.ReadError:
         rig = None
     if len(_engine_limits) > 256:

@@ -744,14 +744,37 @@ class SINEW_OT_export_problem(_SolverProps, bpy.types.Operator, ExportHelper):
             return {'CANCELLED'}
         except Exception as ex:
             return _failed(self, ex)
+        # (Strict JSON, made before the file is opened: a value that is not a finite number would
+        # be written as a bare NaN, which no JSON reader takes. Reading the rig refuses those it
+        # knows of, naming them; one that gets past is named by its place in the document.)
+        bad = non_finite_at(doc)
+        if bad is not None:
+            self.report({'ERROR'}, f"Sinew: the problem holds a value that is not a finite number at {bad}, which "
+                                   "JSON cannot hold; nothing was written. Please report this")
+            return {'CANCELLED'}
+        text = json.dumps(doc, indent=1, allow_nan=False)
         try:
             with open(self.filepath, "w", encoding="utf-8") as fh:
-                json.dump(doc, fh, indent=1)
+                fh.write(text)
         except OSError as ex:
             self.report({'ERROR'}, f"Could not write {self.filepath}: {ex}")
             return {'CANCELLED'}
         self.report({'INFO'}, f"Wrote {len(doc['bones'])} bones and {len(doc['goals'])} goals to {self.filepath}")
         return {'FINISHED'}
+
+
+def non_finite_at(doc, where: str = "the document") -> str | None:
+    """Where in JSON-like ``doc`` (dicts, lists, numbers, strings) the first float that is NaN or
+    infinite is, as a path (``goals[0].pole.angle``); None when there is none."""
+    if isinstance(doc, float):
+        return None if math.isfinite(doc) else where
+    items = doc.items() if isinstance(doc, dict) else enumerate(doc) if isinstance(doc, list) else ()
+    for key, value in items:
+        at = non_finite_at(value, f"{where}[{key}]" if isinstance(key, int) else
+                           (key if where == "the document" else f"{where}.{key}"))
+        if at is not None:
+            return at
+    return None
 
 
 # -- Menus ------------------------------------------------------------------------------------

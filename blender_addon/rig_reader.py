@@ -727,8 +727,26 @@ def read_goals(ob, enforce=None) -> tuple[list[GoalSpec], list[tuple[str, str]],
                 goals.append(spec)
                 if t.active:
                     replaced.append((t.owner, t.constraint.name))
+    check_goal_values(goals)
     # (A constraint skipped both here and in its IK tree is named once.)
     return goals, replaced, list(dict.fromkeys(warnings))
+
+
+def check_goal_values(goals: list[GoalSpec]) -> None:
+    """Refuses (ReadError naming the bone, the Sinew goal or IK constraint, the setting and the
+    value; nothing is changed) a goal whose Weight, or Pole Angle when it has a pole, is not a
+    finite number. Blender's fields clamp what is typed into their range, but a NaN set through
+    Python is stored as it is (and would reach the engine, whose error names only the goal's
+    index, and a JSON export, which cannot hold it). Limits are checked by the engine when they
+    are set (``apply_limit``)."""
+    for g in goals:
+        values = [("Weight", g.weight)] + ([("Pole Angle", g.pole_angle)] if g.pole is not None else [])
+        for setting, value in values:
+            if not math.isfinite(value):
+                goal = "the Sinew goal" if g.tree < 0 else f'IK constraint "{g.constraint}"'
+                shown = "NaN" if math.isnan(value) else f"{value}"
+                raise ReadError(f'Bone "{g.owner or g.bone}": {goal} has {setting} {shown}, which is not a number: '
+                                "set it to a number; nothing was changed")
 
 
 def is_bone_selected(pb) -> bool:
@@ -868,12 +886,12 @@ def read_limit(pb) -> LimitSpec:
     lim.stiffness = max(axes)
     if not axes[0] == axes[1] == axes[2]:
         lim.stiffness_axes = axes
-    if any(v > 0.0 for v in axes) and s.stiffness == 0.0:
+    if any(v != 0.0 for v in axes) and s.stiffness == 0.0:
         sources.append("IK stiffness")
     if s.lock:
         lim.locked = True
         sources, kept = ["Sinew lock"], []
-    if s.stiffness > 0.0:
+    if s.stiffness != 0.0:  # (a NaN set through Python goes to the engine, which refuses it)
         lim.stiffness, lim.stiffness_axes = s.stiffness, None
         sources.append("Sinew stiffness")
     lim.source, lim.from_blender = ", ".join(sources), ", ".join(kept)
@@ -898,9 +916,9 @@ def apply_limit(rig, name: str, lim: LimitSpec) -> None:
             rig.set_locked(name, True)
         if lim.stiffness_axes is not None:
             rig.set_stiffness(name, *lim.stiffness_axes)
-        elif lim.stiffness > 0.0:
+        elif lim.stiffness != 0.0:
             rig.set_stiffness(name, lim.stiffness)
-        if lim.stretch > 0.0:
+        if lim.stretch != 0.0:
             rig.set_stretch(name, lim.stretch)
     except sinew.SinewError as ex:
         src = f" ({lim.source})" if lim.source else ""
@@ -1731,8 +1749,9 @@ def read(ob, *, need_goals: bool = True, depsgraph=None, only_selected: bool = F
     for name in problem.moved_bones:
         pb = ob.pose.bones[name]
         lim = read_limit(pb)
-        if name in stretching and pb.ik_stretch > 0.0:
-            lim.stretch = float(min(1.0, pb.ik_stretch))
+        if name in stretching and pb.ik_stretch != 0.0:
+            # (Blender keeps it in [0, 1]; a NaN set through Python goes to the engine, which refuses it.)
+            lim.stretch = float(pb.ik_stretch)
             lim.source = ", ".join(x for x in (lim.source, "IK Stretch") if x)
         if not lim.is_free:
             problem.limits[name] = lim

@@ -85,6 +85,32 @@ def test_export_reports_errors(tmp_path):
     assert not (tmp_path / "x.json").exists()
 
 
+def test_export_never_writes_a_value_json_cannot_hold(addon, tmp_path, monkeypatch):
+    """Export writes strict JSON or nothing: a value that is not a finite number, should one get
+    past reading the rig (which refuses those it knows of, by name), is named by its place in the
+    document and no file is written (QA: a NaN pole angle was written as a bare NaN, which
+    `sinew solve` could not read). Here one is put into the document the export makes."""
+    ob = R.make_chain(3)
+    R.set_goal(ob, "b02", R.add_empty("T", (0.4, 0.0, 1.2)))
+    R.activate(ob)
+    real = addon.pipeline.export_problem
+
+    def with_a_nan(*args):
+        doc = real(*args)
+        doc["goals"][0]["target"][1] = float("nan")
+        return doc
+
+    monkeypatch.setattr(addon.pipeline, "export_problem", with_a_nan)
+    path = tmp_path / "nan.json"
+    with pytest.raises(RuntimeError, match=r"not a finite number at goals\[0\]\.target\[1\], which JSON cannot hold; "
+                                           "nothing was written"):
+        bpy.ops.sinew.export_problem(filepath=str(path))
+    assert not path.exists()
+    monkeypatch.setattr(addon.pipeline, "export_problem", real)
+    assert bpy.ops.sinew.export_problem(filepath=str(path)) == {'FINISHED'}
+    json.loads(path.read_text(), parse_constant=lambda c: pytest.fail(f"non-JSON token {c}"))
+
+
 @pytest.mark.parametrize("lock_y", [False, True])
 def test_blender_ik_locks_export_as_blenders_segments(tmp_path, lock_y):
     """X locked: Blender's elbow segment (a swing about Z within Z's limits, then a twist about

@@ -475,6 +475,65 @@ def test_nan_targets():
     assert not any(a.name.endswith("_Sinew") for a in bpy.data.actions)
 
 
+def _nan_constraint_pole_angle(ob, con):
+    con.pole_angle = float("nan")
+
+
+def _nan_constraint_weight(ob, con):
+    con.weight = float("nan")
+
+
+def _nan_sinew_pole_angle(ob, con):
+    con.mute = True
+    R.set_goal(ob, "b02", con.target, chain_length=3, pole_target=con.pole_target, pole_angle=float("nan"))
+
+
+def _nan_sinew_weight(ob, con):
+    con.mute = True
+    R.set_goal(ob, "b02", con.target, chain_length=3, weight=float("nan"))
+
+
+def _nan_sinew_stiffness(ob, con):
+    ob.pose.bones["b01"].sinew.stiffness = float("nan")
+
+
+def _nan_ik_stretch(ob, con):
+    con.use_stretch = True
+    ob.pose.bones["b01"].ik_stretch = float("nan")
+
+
+@pytest.mark.parametrize("operator", ["solve", "bake", "compare_methods", "export_problem"])
+@pytest.mark.parametrize("set_nan, error", [
+    (_nan_constraint_pole_angle, r'Bone "b02": IK constraint "IK" has Pole Angle NaN, which is not a number'),
+    (_nan_constraint_weight, r'Bone "b02": IK constraint "IK" has Weight NaN, which is not a number'),
+    (_nan_sinew_pole_angle, r'Bone "b02": the Sinew goal has Pole Angle NaN, which is not a number'),
+    (_nan_sinew_weight, r'Bone "b02": the Sinew goal has Weight NaN, which is not a number'),
+    (_nan_sinew_stiffness, r'Bone "b01": bad limit \(Sinew stiffness\): .*stiffness = NaN is outside'),
+    (_nan_ik_stretch, r'Bone "b01": bad limit \(IK Stretch\): .*stretch = NaN is outside'),
+], ids=["constraint-pole-angle", "constraint-weight", "sinew-pole-angle", "sinew-weight", "sinew-stiffness",
+        "ik-stretch"])
+def test_a_nan_goal_or_bone_setting_is_refused_by_name_and_nothing_changes(set_nan, error, operator, tmp_path):
+    """A NaN set through Python (Blender's fields clamp what is typed, not NaN) in a goal's Weight
+    or Pole Angle, a Sinew stiffness or an IK Stretch is refused when the rig is read, naming the
+    bone, the constraint or setting and the value, by every operator alike, and nothing changes
+    (QA: Solve said "goal 0: pole angle is not finite", Export wrote a bare NaN, Compare listed
+    every method as failed, and a NaN stiffness or stretch was solved as 0)."""
+    ob = R.make_chain(3, length=0.4)
+    t, pole = R.add_empty("T", (0.5, 0.2, 0.8)), R.add_empty("P", (0.0, -1.0, 0.4))
+    con = ob.pose.bones["b02"].constraints.new('IK')
+    con.name, con.target, con.chain_count, con.pole_target = "IK", t, 3, pole
+    set_nan(ob, con)
+    R.activate(ob)
+    snap, n_actions, muted = R.pose_snapshot(ob), len(bpy.data.actions), con.mute
+    path = tmp_path / "problem.json"
+    kw = {"solve": {}, "bake": {"frame_start": 1, "frame_end": 3}, "compare_methods": {},
+          "export_problem": {"filepath": str(path)}}[operator]
+    with pytest.raises(RuntimeError, match=error):
+        getattr(bpy.ops.sinew, operator)(**kw)
+    assert R.pose_snapshot(ob) == snap and ob.animation_data is None and len(bpy.data.actions) == n_actions
+    assert con.mute == muted and not path.exists()
+
+
 def test_zero_length_bone_in_a_chain():
     """Blender keeps a bone whose head and tail meet as a tiny one (about 2e-6): it is solved."""
     ob = R.make_chain(4)
