@@ -109,6 +109,7 @@ class SinewBoneSettings(bpy.types.PropertyGroup):
         description="Importance of this goal where goals compete for the same bones",
         default=1.0,
         min=0.001,
+        max=1e6,  # (the engine takes up to 1e12; a typed 1e20 is clamped here instead of refused by goal index)
         soft_max=10.0,
         update=_changed,
         override=OVERRIDABLE,

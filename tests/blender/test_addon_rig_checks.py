@@ -415,6 +415,19 @@ def test_standard_ik_rotation_weight_is_named_as_not_used(capfd):
             "the constraint's Weight, for its position and rotation alike") in capfd.readouterr().out
 
 
+def test_a_huge_sinew_goal_weight_is_clamped_where_it_is_typed():
+    """A Sinew goal's Weight has a hard maximum (1e6) well inside the engine's range (1e12), so a
+    value typed or set from Python beyond it is clamped by Blender instead of refused later by the
+    engine under the goal's index (a QA pass's note)."""
+    ob = R.make_chain(4)
+    t = R.add_empty("T", (0.5, 0.2, 1.4))
+    s = R.set_goal(ob, "b03", t, chain_length=3, weight=1e20)
+    assert s.weight == 1e6
+    R.activate(ob)
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    assert (R.world_tail(ob, "b03") - t.location).length < TOL
+
+
 def test_itasc_distance_constraint_is_refused():
     ob = R.make_chain(3)
     ob.pose.ik_solver = 'ITASC'
