@@ -39,6 +39,7 @@ ARC_STEP = math.radians(4.0)   # the largest angle between two vertices of an ar
 TWIST_HEIGHT = 0.3     # a twist arc's centre on the bone's axis, in bone lengths from the head
 TWIST_RADIUS = 0.2     # its radius, in bone lengths
 AT_BOUND_TOLERANCE = math.radians(0.5)  # a pose this close to a bound counts as at it
+FLAT_VOLUME = 1e-6     # a joint frame whose unit axes span less volume has none to draw in
 
 CONE_COLOR = (0.25, 0.6, 1.0)
 HINGE_COLOR = (0.35, 0.85, 0.45)
@@ -202,18 +203,37 @@ def limit_shape(name: str, lim: rig_reader.LimitSpec, local: Quaternion) -> Limi
     return shape
 
 
-def joint_frame(pb_eval) -> tuple[Matrix, Quaternion]:
+def flattened(matrix) -> bool:
+    """True when ``matrix``'s 3 × 3 part is flat: its axes, each scaled to unit length, span no
+    volume (below ``FLAT_VOLUME``), as a pose under a zero scale on some axis is."""
+    return abs(matrix.to_3x3().normalized().determinant()) < FLAT_VOLUME
+
+
+def joint_frame(pb_eval) -> tuple[Matrix, Quaternion] | None:
     """(armature-space joint matrix: translation to the posed head, rotation of the bone's rest
     frame carried by its parent's pose; the bone's local rotation recovered from the evaluated
-    pose, so constraints such as Blender's IK count) for an evaluated pose bone."""
+    pose, so constraints such as Blender's IK count) for an evaluated pose bone. None when the
+    joint has no frame: its parent's pose is ``flattened`` (a bone above scaled to zero, or to
+    zero on one axis, to hide part of a character; ``flattening_bone`` names it)."""
     bone = pb_eval.bone
     if pb_eval.parent is not None and bone.use_inherit_rotation:
         frame = pb_eval.parent.matrix @ bone.parent.matrix_local.inverted() @ bone.matrix_local
     else:
         frame = bone.matrix_local
+    if flattened(frame):
+        return None
     rot = frame.to_3x3().normalized()
     local = (rot.inverted() @ pb_eval.matrix.to_3x3().normalized()).to_quaternion()
     return Matrix.Translation(pb_eval.head) @ rot.to_4x4(), local
+
+
+def flattening_bone(pb_eval) -> str:
+    """The bone whose zero scale flattens the joint of evaluated pose bone ``pb_eval`` (one whose
+    ``joint_frame`` is None): the topmost of the flattened bones right above it."""
+    b = pb_eval.parent
+    while b.parent is not None and flattened(b.parent.matrix):
+        b = b.parent
+    return b.name
 
 
 @dataclass
@@ -334,8 +354,10 @@ def armature_shapes(ob, depsgraph) -> list[tuple[LimitShape, Matrix]]:
         lim = rig_reader.read_limit(pb)
         if not drawable(lim):
             continue
-        pbe = ob_eval.pose.bones[pb.name]
-        joint, local = joint_frame(pbe)
+        frame = joint_frame(ob_eval.pose.bones[pb.name])
+        if frame is None:  # (flattened by a zero scale above: visibility_note says so)
+            continue
+        joint, local = frame
         shape = limit_shape(pb.name, lim, local)
         if shape is not None:
             out.append((shape, ob_eval.matrix_world @ joint @ Matrix.Scale(pb.bone.length, 4)))
@@ -353,24 +375,42 @@ def limited_bones(ob) -> tuple[list[str], list[str]]:
     return shown, hidden
 
 
-def visibility_note(ob) -> list[str]:
+def flattened_joints(ob, depsgraph, bones) -> list[tuple[str, str]]:
+    """(bone, the bone whose zero scale flattens its joint) for each of ``bones`` of armature
+    ``ob`` whose joint has no frame in its evaluated pose (``joint_frame``), whose limit
+    ``armature_shapes`` leaves out."""
+    pose = ob.evaluated_get(depsgraph).pose
+    return [(name, flattening_bone(pose.bones[name])) for name in bones if joint_frame(pose.bones[name]) is None]
+
+
+def visibility_note(ob, depsgraph) -> list[str]:
     """Lines for the sidebar under Show Limits when what is drawn of armature ``ob`` is not all its
-    limits: none to draw, or some (or all) on hidden bones, which are not drawn. [] otherwise."""
+    limits: none to draw, or some (or all) not drawn: on hidden bones, or flattened by a zero
+    scale above them (``flattened_joints``). [] otherwise."""
     shown, hidden = limited_bones(ob)
     if not shown and not hidden:
         return ["No bone has a joint limit to draw"]
-    if not hidden:
-        return []
-    n = len(hidden)
-    first = (f"{n} bone{'s' if n > 1 else ''} with limits, all hidden:" if not shown
-             else f"{n} of {n + len(shown)} bones with limits hidden:")
-    bone = ob.data.bones[hidden[0]]
-    if bone.hide:
-        how = "unhide it"
-    else:
-        names = ", ".join(f'"{c.name}"' for c in bone.collections)
-        how = f"show bone collection {names}" if len(bone.collections) == 1 else f"show one of {names}"
-    return [first, "their limits are not drawn", f'(e.g. "{bone.name}": {how})']
+    total = len(shown) + len(hidden)
+
+    def count(n, what):
+        return (f"{n} bone{'s' if n > 1 else ''} with limits, all {what}:" if n == total
+                else f"{n} of {total} bones with limits {what}:")
+
+    lines = []
+    if hidden:
+        bone = ob.data.bones[hidden[0]]
+        if bone.hide:
+            how = "unhide it"
+        else:
+            names = ", ".join(f'"{c.name}"' for c in bone.collections)
+            how = f"show bone collection {names}" if len(bone.collections) == 1 else f"show one of {names}"
+        lines += [count(len(hidden), "hidden"), "their limits are not drawn", f'(e.g. "{bone.name}": {how})']
+    flat = flattened_joints(ob, depsgraph, shown)
+    if flat:
+        bone, by = flat[0]
+        lines += [count(len(flat), "flattened"), "their limits are not drawn",
+                  f'(e.g. "{bone}": "{by}" has a zero scale)']
+    return lines
 
 
 def armatures_to_draw(context) -> list:

@@ -195,7 +195,8 @@ class VIEW3D_PT_sinew(_SidebarPanel, bpy.types.Panel):
         layout.prop(context.scene, "sinew_show_limits")
         if context.scene.sinew_show_limits:  # say why little or nothing is drawn (Rigify hides its IK bones)
             col = layout.column(align=True)
-            for i, line in enumerate(limit_drawing.visibility_note(context.object)):
+            note = limit_drawing.visibility_note(context.object, context.evaluated_depsgraph_get())
+            for i, line in enumerate(note):
                 col.label(text=line, icon='INFO' if i == 0 else 'BLANK1')
 
 

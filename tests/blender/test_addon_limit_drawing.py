@@ -272,6 +272,44 @@ def test_limits_the_engine_refuses_are_not_drawn(addon, capfd):
     assert not _shapes(addon, ob)
 
 
+@pytest.mark.parametrize("scaled, scale", [("b02", (0.0, 0.0, 0.0)), ("b02", (1.0, 0.0, 1.0)),
+                                           ("b01", (0.0, 0.0, 0.0))])
+def test_a_bone_scaled_to_zero_leaves_out_only_the_limits_it_flattens(addon, scaled, scale):
+    """QA: a bone scaled to zero, or flat on one axis (a way to hide part of a character), above a
+    limited bone made the drawing raise ("matrix does not have an inverse") and draw nothing for
+    any armature. The joints under it have no frame to draw in: their limits are left out, every
+    other limit is drawn as before, and the sidebar says why."""
+    from test_addon_ux import _sidebar_labels
+
+    ld = addon.limit_drawing
+    other = _rig()
+    bpy.ops.object.mode_set(mode='POSE')
+    ob = R.make_chain(4, length=0.4, name="Flat")
+    for name in ("b01", "b03"):
+        pb = ob.pose.bones[name]
+        pb.use_ik_limit_x, pb.ik_min_x, pb.ik_max_x = True, -0.5, 0.5
+    R.activate(ob)
+    bpy.ops.object.mode_set(mode='POSE')
+    assert {o.name for o in ld.armatures_to_draw(bpy.context)} == {"Chain", "Flat"}
+    before = {o.name: _shapes(addon, o) for o in (other, ob)}
+    vertices = sum(len(p) for p in ld.scene_primitives(bpy.context))
+    b03 = len(ld.local_primitives(before["Flat"]["b03"][0]))
+    ob.pose.bones[scaled].scale = scale
+    after = {o.name: _shapes(addon, o) for o in (other, ob)}
+    assert set(after["Flat"]) == {"b01"} and set(after["Chain"]) == {"b01", "b02", "b03"}
+    for arm, bone in [("Flat", "b01"), ("Chain", "b01"), ("Chain", "b02"), ("Chain", "b03")]:
+        assert np.allclose(after[arm][bone][1], before[arm][bone][1], atol=1e-6), (arm, bone)
+    assert sum(len(p) for p in ld.scene_primitives(bpy.context)) == vertices - b03
+    bpy.context.scene.sinew_show_limits = True
+    try:
+        assert _sidebar_labels(addon) == ["1 of 2 bones with limits flattened:", "their limits are not drawn",
+                                          f'(e.g. "b03": "{scaled}" has a zero scale)']
+        ob.pose.bones[scaled].scale = (1.0, 1.0, 1.0)
+        assert _sidebar_labels(addon) == []
+    finally:
+        bpy.context.scene.sinew_show_limits = False
+
+
 def test_show_limits_adds_the_handler_and_removes_it(addon, tmp_path):
     ld = addon.limit_drawing
     scene = bpy.context.scene
