@@ -17,13 +17,6 @@ from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, Po
 OVERRIDABLE = {'LIBRARY_OVERRIDABLE'}
 
 
-def _changed(self, context):
-    # The sidebar caches the engine's analysis of the rig; settings changes invalidate it.
-    from . import rig_reader
-
-    rig_reader.invalidate_analysis()
-
-
 # What a Sinew goal asks (the engine's goal kinds, Jack's: rig_reader.KINDS names them for the
 # engine). Line, Plane and Half-Space take their direction or normal from an axis of the target
 # (goal_axis); Aim points an axis of the bone itself (aim_axis) at the target.
@@ -55,7 +48,6 @@ class SinewBoneSettings(bpy.types.PropertyGroup):
         name="Goal",
         description="Make this bone an IK effector that Sinew pulls onto a target",
         default=False,
-        update=_changed,
         override=OVERRIDABLE,
     )
     target: PointerProperty(
@@ -63,14 +55,12 @@ class SinewBoneSettings(bpy.types.PropertyGroup):
         type=bpy.types.Object,
         description="Object the effector goes to (for an armature, optionally one of its bones; for a mesh, one of "
                     "its vertex groups)",
-        update=_changed,
         override=OVERRIDABLE,
     )
     subtarget: StringProperty(
         name="Bone / Vertex Group",
         description="Bone of the target armature whose head is the target, or vertex group of the target mesh whose "
                     "weighted centre is, as Blender's constraints place it (empty: the object's origin)",
-        update=_changed,
         override=OVERRIDABLE,
     )
     goal_kind: EnumProperty(
@@ -78,7 +68,6 @@ class SinewBoneSettings(bpy.types.PropertyGroup):
         description="What the goal asks of the effector",
         items=GOAL_KINDS,
         default='POSITION',
-        update=_changed,
         override=OVERRIDABLE,
     )
     goal_axis: EnumProperty(
@@ -86,7 +75,6 @@ class SinewBoneSettings(bpy.types.PropertyGroup):
         description="Axis of the target (or its bone) that is the line's direction or the plane's normal",
         items=AXES,
         default='Z',
-        update=_changed,
         override=OVERRIDABLE,
     )
     aim_axis: EnumProperty(
@@ -94,14 +82,12 @@ class SinewBoneSettings(bpy.types.PropertyGroup):
         description="Axis of this bone that points at the target (Y runs along the bone)",
         items=AXES,
         default='Y',
-        update=_changed,
         override=OVERRIDABLE,
     )
     use_tail: BoolProperty(
         name="Use Tail",
         description="Pull the bone's tail onto the target (off: its head)",
         default=True,
-        update=_changed,
         override=OVERRIDABLE,
     )
     weight: FloatProperty(
@@ -111,14 +97,12 @@ class SinewBoneSettings(bpy.types.PropertyGroup):
         min=0.001,
         max=1e6,  # (the engine takes up to 1e12; a typed 1e20 is clamped here instead of refused by goal index)
         soft_max=10.0,
-        update=_changed,
         override=OVERRIDABLE,
     )
     use_orientation: BoolProperty(
         name="Rotation",
         description="Also match the target's rotation with the effector bone",
         default=False,
-        update=_changed,
         override=OVERRIDABLE,
     )
     chain_length: IntProperty(
@@ -128,7 +112,6 @@ class SinewBoneSettings(bpy.types.PropertyGroup):
         default=0,
         min=0,
         max=255,
-        update=_changed,
         override=OVERRIDABLE,
     )
     pole_target: PointerProperty(
@@ -136,14 +119,12 @@ class SinewBoneSettings(bpy.types.PropertyGroup):
         type=bpy.types.Object,
         description="Object the chain's bend plane turns toward (for an armature, optionally one of its bones; for a "
                     "mesh, one of its vertex groups)",
-        update=_changed,
         override=OVERRIDABLE,
     )
     pole_subtarget: StringProperty(
         name="Pole Bone / Vertex Group",
         description="Bone of the pole armature whose head is the pole, or vertex group of the pole mesh whose weighted "
                     "centre is",
-        update=_changed,
         override=OVERRIDABLE,
     )
     pole_angle: FloatProperty(
@@ -153,7 +134,6 @@ class SinewBoneSettings(bpy.types.PropertyGroup):
         default=0.0,
         min=-math.pi,
         max=math.pi,
-        update=_changed,
         override=OVERRIDABLE,
     )
 
@@ -163,27 +143,26 @@ class SinewBoneSettings(bpy.types.PropertyGroup):
         description=("Limit how far the bone may swing, per quadrant (replaces Blender's IK lock or limit on X and Z; "
                      "Blender's on Y stays)"),
         default=False,
-        update=_changed,
         override=OVERRIDABLE,
     )
     cone_x_pos: FloatProperty(
         name="+X", description="Largest swing about +X (toward +Z)",
-        subtype='ANGLE', default=math.radians(45.0), min=0.0, max=math.pi, update=_changed,
+        subtype='ANGLE', default=math.radians(45.0), min=0.0, max=math.pi,
         override=OVERRIDABLE,
     )
     cone_x_neg: FloatProperty(
         name="-X", description="Largest swing about -X (toward -Z)",
-        subtype='ANGLE', default=math.radians(45.0), min=0.0, max=math.pi, update=_changed,
+        subtype='ANGLE', default=math.radians(45.0), min=0.0, max=math.pi,
         override=OVERRIDABLE,
     )
     cone_z_pos: FloatProperty(
         name="+Z", description="Largest swing about +Z (toward -X)",
-        subtype='ANGLE', default=math.radians(45.0), min=0.0, max=math.pi, update=_changed,
+        subtype='ANGLE', default=math.radians(45.0), min=0.0, max=math.pi,
         override=OVERRIDABLE,
     )
     cone_z_neg: FloatProperty(
         name="-Z", description="Largest swing about -Z (toward +X)",
-        subtype='ANGLE', default=math.radians(45.0), min=0.0, max=math.pi, update=_changed,
+        subtype='ANGLE', default=math.radians(45.0), min=0.0, max=math.pi,
         override=OVERRIDABLE,
     )
     use_twist: BoolProperty(
@@ -191,24 +170,22 @@ class SinewBoneSettings(bpy.types.PropertyGroup):
         description=("Limit the twist about the bone's own axis (replaces Blender's IK lock or limit on Y; Blender's "
                      "on X and Z stay)"),
         default=False,
-        update=_changed,
         override=OVERRIDABLE,
     )
     twist_min: FloatProperty(
         name="Min", description="Smallest twist about the bone's Y axis",
-        subtype='ANGLE', default=math.radians(-45.0), min=-math.pi, max=math.pi, update=_changed,
+        subtype='ANGLE', default=math.radians(-45.0), min=-math.pi, max=math.pi,
         override=OVERRIDABLE,
     )
     twist_max: FloatProperty(
         name="Max", description="Largest twist about the bone's Y axis",
-        subtype='ANGLE', default=math.radians(45.0), min=-math.pi, max=math.pi, update=_changed,
+        subtype='ANGLE', default=math.radians(45.0), min=-math.pi, max=math.pi,
         override=OVERRIDABLE,
     )
     lock: BoolProperty(
         name="Lock",
         description="The solver never rotates this bone",
         default=False,
-        update=_changed,
         override=OVERRIDABLE,
     )
     stiffness: FloatProperty(
@@ -217,7 +194,6 @@ class SinewBoneSettings(bpy.types.PropertyGroup):
         default=0.0,
         min=0.0,
         max=0.99,
-        update=_changed,
         override=OVERRIDABLE,
     )
 

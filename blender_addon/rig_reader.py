@@ -1522,6 +1522,14 @@ def check_driven_rotations(ob, problem) -> None:
                             f'channel): remove or mute the driver, or shorten the chain so that "{name}" is not moved')
 
 
+def rest_matrices(bones) -> np.ndarray:
+    """(N, 4, 4) the armature-space rest matrices (``Bone.matrix_local``) of ``bones`` (an
+    armature's ``data.bones``), in their order."""
+    flat = np.empty(len(bones) * 16, dtype=np.float32)
+    bones.foreach_get("matrix_local", flat)  # (column by column)
+    return flat.reshape(-1, 4, 4).transpose(0, 2, 1).astype(np.float64)
+
+
 def _analyze(ob, goals):
     """Which bones each goal moves and where chains meet, from the engine's own analysis of the
     whole armature (rest data only)."""
@@ -1532,7 +1540,7 @@ def _analyze(ob, goals):
     parents = np.array([idx[b.parent.name] if b.parent else -1 for b in bones], dtype=np.int64)
     if any(p >= i for i, p in enumerate(parents)):  # not expected; keep the engine's order rule
         raise ReadError(f'Armature "{ob.name}": bones are not listed parents first')
-    rest = np.array([np.array(b.matrix_local) for b in bones])
+    rest = rest_matrices(bones)
     lengths = np.array([b.length for b in bones])
     try:
         rig = sinew.Rig(names, parents, rest, lengths)
@@ -1793,7 +1801,7 @@ def read(ob, *, need_goals: bool = True, depsgraph=None, only_selected: bool = F
 
 
 # --------------------------------------------------------------------------------------------
-# Analysis for the sidebar (cached: draw() runs often)
+# Analysis for the sidebar (cached under its inputs: draw() runs often)
 # --------------------------------------------------------------------------------------------
 
 _analysis_cache: dict = {}
@@ -1803,25 +1811,61 @@ def invalidate_analysis():
     _analysis_cache.clear()
 
 
-def _signature(ob):
-    sig = [ob.name, ob.data.name, len(ob.data.bones)]
+def _ref_state(ob, subtarget: str):
+    """What ``read_goals`` reads of a target or pole object ``ob`` with subtarget ``subtarget``
+    (``_check_target``, ``_constraint_ref``, ``vertex_group_ref``): which object it is, whether
+    it was deleted, and whether it has that bone, or that vertex group (and its mesh is in Edit
+    Mode). For whether it was deleted (``_deleted``, which scans every collection's objects:
+    0.07 ms an object in a scene of 2,000), its number of users, which leaving its last
+    collection changes."""
+    if ob is None:
+        return None
+    has = None
+    if subtarget and ob.type == 'ARMATURE':
+        has = ob.pose is not None and ob.pose.bones.get(subtarget) is not None
+    elif subtarget and ob.type in VERTEX_GROUP_TYPES:
+        has = (ob.vertex_groups.get(subtarget) is not None, ob.mode == 'EDIT')
+    return ob.name_full, ob.type, ob.users, subtarget, has
+
+
+def analysis_key(ob) -> tuple:
+    """Everything ``analysis`` of armature ``ob`` depends on, as a key cheap enough for every
+    redraw of the sidebar: the armature and its mode (in Edit Mode nothing more: the panel asks to
+    leave it), its IK solver, its bones' names, parents and rest, and every pose bone's Sinew goal
+    and IK constraints as ``read_goals`` reads them, with their targets and poles
+    (``_ref_state``). Of a constraint's influence only whether it acts counts, so that a pose, a
+    frame or an animated influence does not read the rig again. (Measured on Rigify's generated
+    rig, 706 bones, in Blender 5.0: 1.0 ms, where reading the analysis again takes 3.8 ms.)"""
+    if ob.mode == 'EDIT':
+        return ob.name_full, 'EDIT'
+    bones = ob.data.bones
+    lengths = np.empty(len(bones), dtype=np.float32)
+    bones.foreach_get("length", lengths)
+    key = [ob.name_full, ob.mode, ob.pose.ik_solver, tuple(bones.keys()), rest_matrices(bones).tobytes(),
+           lengths.tobytes(), tuple(ob.pose.bones.keys())]
     for pb in ob.pose.bones:
+        parent = pb.parent
+        key.append(parent.name if parent is not None else None)
         s = pb.sinew
         if s.use_goal:
-            sig.append((pb.name, s.chain_length, s.use_tail, s.target.name if s.target else None, s.subtarget,
-                        s.goal_kind, s.use_orientation))
+            key.append((pb.name, _ref_state(s.target, s.subtarget), _ref_state(s.pole_target, s.pole_subtarget),
+                        s.goal_kind, s.use_orientation, s.use_tail, s.chain_length, s.weight, s.pole_angle,
+                        s.aim_axis, s.goal_axis))
         for c in pb.constraints:
             if c.type == 'IK':
-                sig.append((pb.name, c.name, c.mute, c.influence > 0.0, c.chain_count, c.use_tail,
-                            c.target.name if c.target else None, c.subtarget))
-    return tuple(sig)
+                key.append((pb.name, c.name, c.mute, c.influence > 0.0, c.is_valid,
+                            _ref_state(c.target, c.subtarget), _ref_state(c.pole_target, c.pole_subtarget),
+                            c.chain_count, c.use_tail, c.use_stretch, c.use_rotation, c.orient_weight, c.weight,
+                            c.pole_angle, c.ik_type, c.use_location))
+    return tuple(key)
 
 
 def analysis(ob) -> dict:
     """{"goals": [(bone, source, [moved bones])], "sub_bases": [...], "warnings": [...],
-    "error": str|None} for the sidebar."""
+    "error": str|None} for the sidebar: of the rig as it is, read again only when its
+    ``analysis_key`` changes."""
     try:
-        key = _signature(ob)
+        key = analysis_key(ob)
     except (AttributeError, ReferenceError):
         return {"goals": [], "sub_bases": [], "warnings": [], "error": None}
     hit = _analysis_cache.get(key)

@@ -230,14 +230,14 @@ class VIEW3D_PT_sinew_analysis(_SidebarPanel, bpy.types.Panel):
             return
         if not a["goals"]:
             layout.label(text="No goals: add a Sinew goal or an IK constraint", icon='INFO')
-            return
-        box = layout.box()
-        box.label(text="Sub-bases: " + (", ".join(a["sub_bases"]) or "none"), icon='DECORATE_KEYFRAME')
+        else:
+            box = layout.box()
+            box.label(text="Sub-bases: " + (", ".join(a["sub_bases"]) or "none"), icon='DECORATE_KEYFRAME')
         for bone, source, moved in a["goals"]:
             box = layout.box()
             box.label(text=f"{bone}  ({source})", icon='CON_KINEMATIC')
             box.label(text=f"moves {len(moved)}: " + ", ".join(moved))
-        for w in a["warnings"]:
+        for w in a["warnings"]:  # (also why there is no goal: a constraint that is skipped)
             layout.label(text=w, icon='ERROR')
 
 

@@ -9,7 +9,7 @@ import types
 
 import bpy
 import pytest
-from mathutils import Vector
+from mathutils import Quaternion, Vector
 
 import sinew_rigs as R
 
@@ -1100,3 +1100,129 @@ def test_show_limits_says_when_some_limited_bones_are_hidden_or_none_has_limits(
         assert [s.bone for s, _m in addon.limit_drawing.armature_shapes(ob, R.depsgraph())] == ["b01"]
     finally:
         bpy.context.scene.sinew_show_limits = False
+
+
+# -- The Chains panel ---------------------------------------------------------------------------
+
+
+def _chains_labels(addon):
+    log = draw_into(addon.ui.VIEW3D_PT_sinew_analysis.draw, bpy.context)
+    return [text for kind, text, _ in log if kind == "label"]
+
+
+def _ik_chain(name="C", reparent_b03=None):
+    """A 4-bone chain (b03 reparented to ``reparent_b03`` if given) with an IK constraint (chain 3)
+    on b03 targeting an Empty, active and in Pose Mode."""
+    ob = R.make_chain(4, length=0.4, name=name)
+    if reparent_b03:
+        bpy.ops.object.mode_set(mode='EDIT')
+        eb = ob.data.edit_bones["b03"]
+        eb.use_connect, eb.parent = False, ob.data.edit_bones[reparent_b03]
+        bpy.ops.object.mode_set(mode='OBJECT')
+    con = ob.pose.bones["b03"].constraints.new('IK')
+    con.target, con.chain_count = R.add_empty("T", (0.5, 0.2, 1.2)), 3
+    R.activate(ob)
+    bpy.ops.object.mode_set(mode='POSE')
+    return ob, con
+
+
+def test_the_chains_panel_shows_the_rig_as_it_is_after_edit_mode_a_rename_a_reparent_and_file_new(addon):
+    """QA: the panel kept what it drew first (its cache key had no mode, bone names or parents):
+    "Leave Edit Mode" back in Pose Mode, a renamed bone's old name, the chain before a reparent,
+    and after File ▸ New an armature of the same names got the old one's chains."""
+    ob, _con = _ik_chain()
+    assert "moves 3: b03, b02, b01" in _chains_labels(addon)
+    bpy.ops.object.mode_set(mode='EDIT')
+    assert _chains_labels(addon) == ["Leave Edit Mode to see the chains"]
+    bpy.ops.object.mode_set(mode='POSE')
+    assert "moves 3: b03, b02, b01" in _chains_labels(addon)
+    ob.data.bones["b02"].name = "elbow"
+    assert "moves 3: b03, elbow, b01" in _chains_labels(addon)
+    bpy.ops.object.mode_set(mode='EDIT')
+    eb = ob.data.edit_bones["b03"]
+    eb.use_connect, eb.parent = False, ob.data.edit_bones["b00"]
+    bpy.ops.object.mode_set(mode='POSE')
+    assert "moves 2: b03, b00" in _chains_labels(addon)
+    # File ▸ New, then an armature of the same names whose b03 hangs from b01.
+    bpy.ops.object.mode_set(mode='OBJECT')
+    bpy.ops.wm.read_homefile(use_empty=True)
+    _ik_chain(reparent_b03="b01")
+    assert "moves 3: b03, b01, b00" in _chains_labels(addon)
+
+
+def test_the_chains_panel_follows_the_constraints_and_their_targets(addon):
+    """The IK constraint's settings, its target's bone and a vertex group target (removed, added
+    back, its mesh in Edit Mode) show at the next redraw, whatever changed them."""
+    ob, con = _ik_chain()
+    con.chain_count = 2
+    assert "moves 2: b03, b02" in _chains_labels(addon)
+    con.use_tail = False
+    assert 'b02  (IK "IK" on b03 (Use Tail off))' in _chains_labels(addon)
+    con.use_tail = True
+    con.mute = True
+    assert _chains_labels(addon) == ["No goals: add a Sinew goal or an IK constraint"]
+    con.mute = False
+    # A target armature's bone: deleted, the constraint is skipped and the panel says so.
+    other = R.make_chain(2, name="Other")
+    con.target, con.subtarget = other, "b01"
+    R.activate(ob)
+    assert "moves 2: b03, b02" in _chains_labels(addon)
+    R.activate(other)
+    bpy.ops.object.mode_set(mode='EDIT')
+    other.data.edit_bones.remove(other.data.edit_bones["b01"])
+    bpy.ops.object.mode_set(mode='OBJECT')
+    R.activate(ob)
+    assert con.subtarget == "b01"
+    assert _chains_labels(addon) == ["No goals: add a Sinew goal or an IK constraint",
+                                     'Bone "b03": IK constraint "IK" targets missing bone "b01"; skipped']
+    # A mesh's vertex group as the target: removed, added back.
+    mesh = bpy.data.objects.new("Hand", bpy.data.meshes.new("Hand"))
+    bpy.context.scene.collection.objects.link(mesh)
+    mesh.vertex_groups.new(name="grip")
+    con.target, con.subtarget = mesh, "grip"
+    assert "moves 2: b03, b02" in _chains_labels(addon)
+    assert not any("vertex group" in s for s in _chains_labels(addon))
+    mesh.vertex_groups.remove(mesh.vertex_groups["grip"])
+    assert any('names vertex group "grip", which "Hand" does not have' in s for s in _chains_labels(addon))
+    mesh.vertex_groups.new(name="grip")
+    assert not any("vertex group" in s for s in _chains_labels(addon))
+    # ... and a Sinew goal's: a group the mesh lacks is an error, as Solve IK says.
+    con.mute = True
+    R.set_goal(ob, "b03", mesh, "grip", chain_length=2)
+    assert "moves 2: b03, b02" in _chains_labels(addon)
+    mesh.vertex_groups["grip"].name = "palm"
+    assert _chains_labels(addon) == ['Bone "b03": Sinew goal target "Hand" has no vertex group "grip"']
+    mesh.vertex_groups["palm"].name = "grip"
+    assert "moves 2: b03, b02" in _chains_labels(addon)
+    R.activate(mesh)
+    bpy.ops.object.mode_set(mode='EDIT')
+    R.activate(ob)  # (the mesh stays in Edit Mode)
+    assert mesh.mode == 'EDIT'
+    assert "which is in Edit Mode" in _chains_labels(addon)[0]
+    R.activate(mesh)
+    bpy.ops.object.mode_set(mode='OBJECT')
+    R.activate(ob)
+    assert "moves 2: b03, b02" in _chains_labels(addon)
+    # The target deleted from the scene (the goal's pointer keeps it), then linked back.
+    bpy.context.scene.collection.objects.unlink(mesh)
+    assert "was deleted from the scene" in _chains_labels(addon)[0]
+    bpy.context.scene.collection.objects.link(mesh)
+    assert "moves 2: b03, b02" in _chains_labels(addon)
+
+
+def test_the_chains_panel_redraws_without_reading_the_rig_again_when_only_the_pose_changes(addon, monkeypatch):
+    """The sidebar redraws often (a pose drag redraws it at every step): the analysis is read once
+    and kept while what it shows cannot change (a pose, a frame, an IK influence still above 0)."""
+    ob, con = _ik_chain()
+    addon.rig_reader.invalidate_analysis()  # (an earlier test may have drawn the same rig)
+    reads = []
+    read_goals = addon.rig_reader.read_goals
+    monkeypatch.setattr(addon.rig_reader, "read_goals", lambda *a, **kw: reads.append(1) or read_goals(*a, **kw))
+    first = _chains_labels(addon)
+    ob.pose.bones["b01"].rotation_quaternion = Quaternion((1.0, 0.0, 0.0), 0.4)
+    ob.pose.bones["b00"].location = (0.1, 0.0, 0.0)
+    bpy.context.scene.frame_set(7)
+    con.influence = 0.5
+    assert _chains_labels(addon) == first and len(reads) == 1
+    con.influence = 0.0
+    assert _chains_labels(addon) == ["No goals: add a Sinew goal or an IK constraint"] and len(reads) == 2
