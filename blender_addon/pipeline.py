@@ -415,8 +415,9 @@ class PendingSolve:
 @dataclass
 class SolveInput:
     """What Solve IK hands the engine for one armature at the current frame (``read_solve_input``):
-    the problem, the targets (influence applied), and the current pose, which is both where the
-    solve starts and its reference pose. Compare IK Methods solves the same input."""
+    the problem, the targets (influence applied), and the current pose, its stretch included,
+    which is both where the solve starts and its reference pose. Compare IK Methods solves the
+    same input."""
 
     problem: rig_reader.RigProblem
     targets: tuple                 # (G, 3) targets, (G, 4) orientations wxyz, (G, 3) poles: in the goals'
@@ -425,6 +426,9 @@ class SolveInput:
     pose: np.ndarray               # (N, 4) wxyz, the pose before IK
     root_translation: np.ndarray   # (3,)
     vectors: np.ndarray | None = None  # (G, 3) the goals' kind vectors (RigProblem.sample_vectors)
+    # (N,) the pose before IK's length scales (RigProblem.pose_length_scales: a stretch keyed
+    # before included), None when the rig does not stretch
+    scales: np.ndarray | None = None
 
     def engine_goals(self):
         return self.problem.engine_goals(*self.targets, self.vectors)
@@ -450,7 +454,8 @@ class SolveInput:
         goals = self.engine_goals() if goals is None else goals
         t0 = time.perf_counter()
         sol = solver.solve(self.problem.rig, goals, pose=self.pose, root_translation=self.root_translation,
-                           root=root, reference=self.pose, reference_root_translation=self.root_translation)
+                           root=root, reference=self.pose, reference_root_translation=self.root_translation,
+                           scales=self.scales, reference_scales=self.scales)
         return sol, time.perf_counter() - t0
 
 
@@ -464,9 +469,12 @@ def read_solve_input(context, ob, settings: Settings) -> SolveInput:
     vectors = problem.sample_vectors(depsgraph)
     problem.check_vectors(vectors[None], [context.scene.frame_current])
     pose, root_t = problem.pose_from_bones(ob.pose.bones)
+    scales = problem.pose_length_scales(ob.pose.bones)
     # The current pose is the pose before IK (IK constraints never change the bones' own
-    # rotation channels): it is both where the solve starts and where the freedom the goals
-    # leave falls back to, so a goal already met leaves the pose as it is.
+    # rotation and scale channels): it is both where the solve starts and where the freedom the
+    # goals leave falls back to, so a goal already met leaves the pose as it is. Its lengths too:
+    # a stretch keyed as pose scale by an earlier solve is the pose's, as Blender shows it (and
+    # as Blender's IK starts from it), not undone toward rest lengths.
     # IK constraint influence as Blender applies it: pole-less goals move toward the effector's
     # pose before IK (here); chains with a pole are blended with it after solving (prepare_solve).
     tg, orients, poles = (np.array(a, dtype=np.float64)[None] for a in targets)
@@ -474,8 +482,9 @@ def read_solve_input(context, ob, settings: Settings) -> SolveInput:
     tg = problem.to_engine(tg, problem.rest[None], problem.scales_above[None])
     poles = problem.to_engine(poles, problem.rest[None], problem.scales_above[None])
     problem.blend_goals(lambda _k: problem.rig, tg, orients, np.asarray(pose, dtype=np.float64)[None],
-                        np.asarray(root_t, dtype=np.float64)[None])
-    return SolveInput(problem, (tg[0], orients[0], poles[0]), pose, root_t, vectors)
+                        np.asarray(root_t, dtype=np.float64)[None],
+                        reference_scales=None if scales is None else scales[None])
+    return SolveInput(problem, (tg[0], orients[0], poles[0]), pose, root_t, vectors, scales)
 
 
 def prepare_solve(context, ob, settings: Settings, *, key: bool = True) -> PendingSolve:
@@ -503,7 +512,8 @@ def prepare_solve(context, ob, settings: Settings, *, key: bool = True) -> Pendi
     rotations = np.array(sol.rotations, dtype=np.float64)
     # A stretch is keyed as a uniform pose scale, each bone's length over its parent's.
     scales = problem.local_scales(np.array(sol.scales, dtype=np.float64))[None] if problem.stretches else None
-    problem.blend_result(np.asarray(inp.pose, dtype=np.float64)[None], rotations[None], scales)
+    problem.blend_result(np.asarray(inp.pose, dtype=np.float64)[None], rotations[None], scales,
+                         reference_scales=None if inp.scales is None else problem.local_scales(inp.scales)[None])
     if not np.all(np.isfinite(rotations)) or (scales is not None and not np.all(np.isfinite(scales))):
         raise ReadError("Sinew returned a non-finite pose; nothing was changed")
     return PendingSolve(ob, problem, settings, sol, rotations, root_bone, key, context.scene.frame_current, t0,
@@ -1471,6 +1481,9 @@ class BakeJob:
         # muting), the start pose's rotations elsewhere (the engine keeps other bones as they are).
         moved_idx = [idx[n] for n in moved]
         moved_rot = np.zeros((nf, len(moved), 4))
+        # And its lengths: each frame's pose scales (a stretch keyed before included) as the
+        # engine's length scales (RigProblem.pose_length_scales), when the rig stretches.
+        ref_scales = np.ones((nf, nb)) if p.stretches else None
         start_pose = start_root = None
         compat = {}
         fast = None
@@ -1500,6 +1513,8 @@ class BakeJob:
             if fast is None:
                 for j, n in enumerate(moved):
                     moved_rot[k, j] = rig_reader.bone_quaternion(pbs[n])
+            if ref_scales is not None:
+                ref_scales[k] = p.pose_length_scales(pbs, frame=int(f))
             if fast is None and (k + 1) % self.chunk == 0:
                 yield 0.5 * (k + 1) / nf
         if fast is not None:
@@ -1513,6 +1528,8 @@ class BakeJob:
             if fk is None:  # not expected: pose_is_static read the same F-curves
                 raise ReadError("Could not read the moved bones' keys from the action")
             moved_rot[:] = fk
+            if ref_scales is not None:  # (pose_is_static: no moved bone's scale is animated)
+                ref_scales[1:] = ref_scales[0]
             yield 0.5
         # (F, N, 4, 4) rests: where the pose above the chains does not change, a read-only view of
         # the one array (no memory per frame).
@@ -1547,7 +1564,7 @@ class BakeJob:
                 frame_rigs[key] = p.make_rig(rests[key])
             return frame_rigs[key]
 
-        p.blend_goals(rig_for_frame, targets, orients, references, root_loc, influence)
+        p.blend_goals(rig_for_frame, targets, orients, references, root_loc, influence, ref_scales)
         # Bones above the chains animated: the sequence moves the rig's roots frame by frame
         # (``root_rests``) where nothing else moves relative to its parent; else a rig a frame.
         root_rests = None
@@ -1569,6 +1586,10 @@ class BakeJob:
         restart = any(g.kind != "position" for g in p.goals)
         if restart:
             per_frame = True
+        # A sequence takes one reference length per bone: lengths keyed to change over the range
+        # (a stretch baked before) are solved frame by frame, each frame with its own.
+        if ref_scales is not None and np.any(ref_scales != ref_scales[0]):
+            per_frame = True
         goals = p.engine_goals(targets[0], orients[0], poles[0], vectors[0])
         use_orient = any(g.use_orientation for g in p.goals)
         use_poles = any(g.pole is not None for g in p.goals)
@@ -1580,8 +1601,9 @@ class BakeJob:
         reached = np.zeros(nf, dtype=bool)
         scales = np.ones((nf, nb))
         pose, root = np.array(start_pose), np.array(start_root)
-        # Each chunk and frame starts from the frame before, its stretch included.
-        start_scales = None
+        # The first frame starts from its pose as keyed, its stretch included; each chunk and
+        # frame after from the frame before.
+        start_scales = None if ref_scales is None else np.array(ref_scales[0])
         rig = p.make_rig(rests[0])
         for c0 in range(0, nf, self.chunk):
             c1 = min(nf, c0 + self.chunk)
@@ -1592,6 +1614,7 @@ class BakeJob:
                     pole_targets=poles[c0:c1] if use_poles else None,
                     pose=pose, root_translation=root, root=self.settings.root,
                     reference_root_translation=root_loc[0], references=references[c0:c1], scales=start_scales,
+                    reference_scales=None if ref_scales is None else ref_scales[0],
                     root_translations=root_loc[c0:c1] if moving_root else None,
                     root_rests=None if root_rests is None else root_rests[c0:c1])
                 rotations[c0:c1] = res.rotations
@@ -1606,14 +1629,16 @@ class BakeJob:
                     if k and np.any(rests[k] != rests[k - 1]):
                         rig = p.make_rig(rests[k])
                     if restart:
-                        pose, root, start_scales = np.array(references[k]), np.array(root_loc[k]), None
+                        pose, root = np.array(references[k]), np.array(root_loc[k])
+                        start_scales = None if ref_scales is None else np.array(ref_scales[k])
                     elif pinned:
                         root = root_loc[k]
                     pose[conn] = conn_rot[k]
                     sol = solver.solve(rig, p.engine_goals(targets[k], orients[k], poles[k], vectors[k]), pose=pose,
                                             root_translation=root, root=self.settings.root,
                                             reference=references[k], reference_root_translation=root_loc[k],
-                                            scales=start_scales)
+                                            scales=start_scales,
+                                            reference_scales=None if ref_scales is None else ref_scales[k])
                     rotations[k] = sol.rotations
                     if restart and k:  # keys interpolate: each quaternion in the hemisphere of the frame before
                         rotations[k][np.einsum("ni,ni->n", rotations[k], rotations[k - 1]) < 0.0] *= -1.0
@@ -1630,7 +1655,8 @@ class BakeJob:
             yield 0.5 + 0.4 * c1 / nf
         # A stretch is keyed as a uniform pose scale, each bone's length over its parent's.
         local_scales = p.local_scales(scales) if p.stretches else None
-        p.blend_result(references, rotations, local_scales, tree_blend)
+        p.blend_result(references, rotations, local_scales, tree_blend,
+                       reference_scales=None if ref_scales is None else p.local_scales(ref_scales))
         if not np.all(np.isfinite(rotations)) or (local_scales is not None and not np.all(np.isfinite(local_scales))):
             raise ReadError("Sinew returned a non-finite pose; nothing was changed")
         solve_s = time.perf_counter() - t0
@@ -2061,10 +2087,11 @@ def last_bake_results(ob) -> dict | None:
 
 
 def problem_document(problem: rig_reader.RigProblem, targets, orients, poles, pose, root_translation,
-                     settings: Settings, vectors=None) -> dict:
-    """The problem as ``sinew.problem/1`` (see rust/sinew/src/format.rs), with ``pose`` as both
-    the start pose and the reference pose, as ``solve_pose`` solves it; ``sinew.problem/2`` when
-    a goal has a kind other than position (its ``kind`` and its vector from ``vectors`` (G, 3))."""
+                     settings: Settings, vectors=None, scales=None) -> dict:
+    """The problem as ``sinew.problem/1`` (see rust/sinew/src/format.rs), with ``pose`` (and its
+    length scales ``scales`` (N,), when the rig stretches) as both the start pose and the
+    reference pose, as ``solve_pose`` solves it; ``sinew.problem/2`` when a goal has a kind other
+    than position (its ``kind`` and its vector from ``vectors`` (G, 3))."""
     bones = []
     for i, name in enumerate(problem.names):
         b = {"name": name, "parent": problem.names[problem.parents[i]] if problem.parents[i] >= 0 else None,
@@ -2089,6 +2116,10 @@ def problem_document(problem: rig_reader.RigProblem, targets, orients, poles, po
                 d[rig_reader.KIND_VECTOR[g.kind]] = [float(v) for v in vectors[i]]
         goals.append(d)
     kinds = any(g.kind != "position" for g in problem.goals)
+    start = {"rotations": [[float(v) for v in q] for q in pose],
+             "root_translation": [float(v) for v in root_translation]}
+    if scales is not None:
+        start["scales"] = [float(v) for v in scales]
     return {
         "format": "sinew.problem/2" if kinds else "sinew.problem/1",
         "bones": bones,
@@ -2096,11 +2127,9 @@ def problem_document(problem: rig_reader.RigProblem, targets, orients, poles, po
         "root": settings.root,
         "settings": {"method": settings.method, "max_iterations": int(settings.max_iterations),
                      "tolerance": float(settings.tolerance)},
-        "pose": {"rotations": [[float(v) for v in q] for q in pose],
-                 "root_translation": [float(v) for v in root_translation]},
-        # Solve IK's reference is the pose it starts from (the pose before IK).
-        "reference": {"rotations": [[float(v) for v in q] for q in pose],
-                      "root_translation": [float(v) for v in root_translation]},
+        "pose": start,
+        # Solve IK's reference is the pose it starts from (the pose before IK, its stretch included).
+        "reference": dict(start),
     }
 
 
@@ -2130,4 +2159,5 @@ def export_problem(context, ob, settings: Settings) -> dict:
     inp = read_solve_input(context, ob, settings)
     # (The document is the engine's problem: targets in the engine frames, the tolerance too.)
     engine_settings = replace(settings, tolerance=float(settings.tolerance) / inp.length_scale)
-    return problem_document(inp.problem, *inp.targets, inp.pose, inp.root_translation, engine_settings, inp.vectors)
+    return problem_document(inp.problem, *inp.targets, inp.pose, inp.root_translation, engine_settings, inp.vectors,
+                            inp.scales)

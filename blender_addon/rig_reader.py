@@ -1000,6 +1000,33 @@ class RigProblem:
         parent_scales = np.where(parents >= 0, scales[..., np.maximum(parents, 0)], 1.0)
         return scales / parent_scales
 
+    def pose_length_scales(self, pose_bones, frame=None) -> np.ndarray | None:
+        """The engine's length scales (N,) of the pose in ``pose_bones`` (original or evaluated
+        pose bones: the pose before IK, a stretch keyed by an earlier solve included); None when
+        no moved bone stretches (``stretches``). The inverse of ``local_scales``: a bone that
+        stretches is its pose scale's Y (its length over its parent's) times its parent's length
+        scale; every other bone keeps its rest length, 1 (the engine's rule). ReadError naming the
+        bone (and ``frame``, when given) when a stretching bone's length is not one the engine
+        starts from: finite and within [1e-3, 1e3] times its rest length."""
+        if not self.stretches:
+            return None
+        out = np.ones(len(self.names))
+        for i, name in enumerate(self.names):  # (parents first)
+            lim = self.limits.get(name)
+            if lim is None or lim.stretch <= 0.0:
+                continue
+            p = self.parents[i]
+            y = float(pose_bones[name].scale[1])
+            s = y * (out[p] if p >= 0 else 1.0)
+            if not (math.isfinite(s) and MIN_LENGTH_SCALE <= s <= MAX_LENGTH_SCALE):
+                at = "" if frame is None else f" at frame {frame}"
+                raise ReadError(f'Bone "{name}": its pose scale (Y {y:.6g}){at} makes it {s:.6g} times its rest '
+                                f"length; IK Stretch starts from the bone's length as the pose shows it, and Sinew "
+                                f"takes {MIN_LENGTH_SCALE:g} to {MAX_LENGTH_SCALE:g} times the rest length: set its "
+                                "scale (Alt+S clears it). Nothing was changed")
+            out[i] = s
+        return out
+
     @property
     def moved_bones(self) -> list[str]:
         """Every bone some goal moves, in rig order."""
@@ -1257,10 +1284,12 @@ class RigProblem:
         return np.any([self.influences.at(x.owner, x.constraint.name) > 0.0 for x in self.trees[tree].targets],
                       axis=0)
 
-    def blend_goals(self, rig_for_frame, targets, orients, references, root_translations, influence=None) -> None:
+    def blend_goals(self, rig_for_frame, targets, orients, references, root_translations, influence=None,
+                    reference_scales=None) -> None:
         """Moves, in place, the targets (F, G, 3) and orientations (F, G, 4) of goals whose
         influence is below 1 toward their effector in each frame's reference pose (F, N, 4) with
-        root translation (F, 3); ``rig_for_frame(k)`` is the engine rig of frame k.
+        root translation (F, 3) and length scales (F, N) (``pose_length_scales``; None: rest
+        lengths); ``rig_for_frame(k)`` is the engine rig of frame k.
         ``influence``: (F, G) each goal's influence per frame (``frame_blends``), default its own."""
         if influence is None:
             influence = self.frame_blends(len(targets))[0]
@@ -1272,7 +1301,8 @@ class RigProblem:
             now = [i for i in blended if influence[k, i] < 1.0]
             if not now:
                 continue
-            _heads, tails, world = rig_for_frame(k).forward_kinematics(references[k], root_translations[k])
+            _heads, tails, world = rig_for_frame(k).forward_kinematics(
+                references[k], root_translations[k], None if reference_scales is None else reference_scales[k])
             for i in now:
                 g, w = self.goals[i], float(influence[k, i])
                 b = idx[g.bone]
@@ -1295,18 +1325,20 @@ class RigProblem:
                     out[name] = blend[:, i]
         return out
 
-    def blend_result(self, references, rotations, scales=None, blend=None) -> None:
+    def blend_result(self, references, rotations, scales=None, blend=None, reference_scales=None) -> None:
         """Blends, in place, the solved rotations (F, N, 4) of the bones of IK trees whose result
         Blender blends (``tree_blends``) with each frame's reference (F, N, 4): the slerp by the
         tree's factor at that frame; and their local (Blender pose) scales (F, N), when given,
-        from 1 by it. ``blend``: (F, G) per frame (``frame_blends``), default the goals' own."""
+        from the reference's by it (``reference_scales``, (F, N) local scales as ``local_scales``
+        gives them; None: 1). ``blend``: (F, G) per frame (``frame_blends``), default the goals' own."""
         idx = self.index
         for name, t in self.tree_blends(blend).items():
             b = idx[name]
             t = np.broadcast_to(t, (len(rotations),))
             rotations[:, b] = slerp_wxyz(references[:, b], rotations[:, b], t)
             if scales is not None:
-                scales[:, b] = 1.0 + t * (scales[:, b] - 1.0)
+                before = 1.0 if reference_scales is None else reference_scales[:, b]
+                scales[:, b] = before + t * (scales[:, b] - before)
 
     def engine_goals(self, targets, orients, poles, vectors=None):
         """The engine's goals for targets (G, 3), orientations (G, 4), poles (G, 3) and kind
@@ -1351,6 +1383,9 @@ class RigProblem:
         loc = np.array(pose_bones[self.root_bone].location, dtype=np.float64) if self.root_bone else np.zeros(3)
         return rot, loc
 
+
+# The length scales the engine takes for a bone that stretches (sinew::MIN_SCALE, MAX_SCALE).
+MIN_LENGTH_SCALE, MAX_LENGTH_SCALE = 1e-3, 1e3
 
 # How far a matrix's axes may be from one uniform scale (relative), as ``_scale_problem`` checks.
 UNIFORM_SCALE_TOLERANCE = 1e-4
@@ -1769,12 +1804,32 @@ def read(ob, *, need_goals: bool = True, depsgraph=None, only_selected: bool = F
     problem.scales_above = problem.anchor_scales(ob_eval.pose.bones)
     problem.rig = problem.make_rig(problem.rest)
     # What the engine's pose convention does not cover: say so rather than solve wrongly.
+    # (Each bone's length over its rest length as Blender shows it: its pose scale's Y times its
+    # parent's, the chains' anchors at 1.)
+    shown = {}
+    for i, name in enumerate(problem.names):
+        p = problem.parents[i]
+        shown[name] = 1.0 if name in problem.anchors else \
+            float(ob.pose.bones[name].scale[1]) * (shown[problem.names[p]] if p >= 0 else 1.0)
     for name in problem.moved_bones + problem.connectors:
         b, pb = bones[name], ob.pose.bones[name]
         if b.inherit_scale != 'FULL':
             warnings.append(f'Bone "{name}" does not inherit scale fully; Sinew assumes it does')
         if problem.stretches and name in problem.moved_bones:
-            pass  # Sinew keys the scale of every moved bone of a rig that stretches
+            # Sinew keys the scale of every moved bone of a rig that stretches, uniform: a bone
+            # that stretches starts from its length as the pose shows it (pose_length_scales),
+            # the others from their rest length.
+            sx, sy, sz = pb.scale
+            lim = problem.limits.get(name)
+            if lim is not None and lim.stretch > 0.0:
+                if max(abs(sx - sy), abs(sz - sy)) > 1e-6 * abs(sy):
+                    warnings.append(f'Bone "{name}" is scaled non-uniformly in the pose ({sx:.4g}, {sy:.4g}, '
+                                    f"{sz:.4g}); its IK Stretch starts from its length (Y) and Sinew keys a uniform "
+                                    "scale")
+            elif abs(shown[name] - 1.0) > 1e-5:
+                warnings.append(f'Bone "{name}" is scaled in the pose (its length ×{shown[name]:.4g}, its parents\' '
+                                "scale included) but does not stretch: Sinew keeps its rest length and keys its "
+                                "scale back to it")
         elif any(abs(v - 1.0) > 1e-6 for v in pb.scale):
             warnings.append(f'Bone "{name}" is scaled in the pose; Sinew ignores pose scale')
         if any(c.type != 'IK' and not cannot_act(c) for c in pb.constraints):

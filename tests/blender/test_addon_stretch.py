@@ -8,6 +8,7 @@ parentstretch``), so children inherit it; a tree stretches when its first constr
 Stretch and no constraint joining it has (``tree->stretch && !use_stretch``)."""
 
 import bpy
+import numpy as np
 import pytest
 from mathutils import Vector
 
@@ -325,3 +326,142 @@ def test_a_failing_reduction_rolls_the_scale_keys_back(addon, monkeypatch):
     assert R.same_snapshot(R.action_snapshot(act), before)
     assert all(tuple(pb.scale) == (1.0, 1.0, 1.0) for pb in ob.pose.bones)
     assert not con.mute and ob.sinew_muted == ""
+
+
+# -- A stretch already in the pose: the start and reference of the next solve -------------------
+
+
+def _local_pose(ob, names):
+    """Per bone: (rotation_quaternion, scale) as set on the pose bones."""
+    return {n: (ob.pose.bones[n].rotation_quaternion.copy(), tuple(ob.pose.bones[n].scale)) for n in names}
+
+
+def _metarig_arm_past_reach():
+    """QA's case: Rigify's human metarig, an IK constraint (Use Stretch, chain 2) on
+    ``forearm.L`` with ``ik_stretch`` 0.1 (Rigify's) on both arm bones, its target 35 cm past
+    the arm's reach."""
+    meta = R.make_metarig()
+    bpy.context.view_layer.update()
+    up, fo = meta.pose.bones["upper_arm.L"], meta.pose.bones["forearm.L"]
+    shoulder = meta.matrix_world @ up.head
+    d = (meta.matrix_world @ fo.tail - shoulder).normalized()
+    t = R.add_empty("T", shoulder + d * (up.bone.length + fo.bone.length + 0.35) + Vector((0, -0.05, -0.1)))
+    up.ik_stretch = fo.ik_stretch = 0.1
+    con = fo.constraints.new('IK')
+    con.target, con.chain_count, con.use_stretch = t, 2, True
+    R.activate(meta)
+    bpy.ops.object.mode_set(mode='POSE')
+    return meta, con, ["upper_arm.L", "forearm.L"]
+
+
+def _stretched_two_bones():
+    """QA's case: the two-bone chain (reach 1.12) with ``ik_stretch`` 1.0, its target at
+    (0, 0, 1.5)."""
+    ob, con = _two_bones(stretch=(1.0, 1.0), target=(0.0, 0.0, 1.5))
+    return ob, con, ["b0", "b1"]
+
+
+@pytest.mark.parametrize("rig", ["two_bones", "metarig_arm"])
+def test_solving_a_stretched_chain_again_leaves_it_as_it_is(rig):
+    """A stretch Solve IK keyed as pose scale is the pose's: the next Solve IK starts from it,
+    and with the goal met leaves rotations, scales and keys exactly as they are (QA: each press
+    turned the two-bone chain by 0.05 rad and shrank it, 1.4578 / 1.4946 -> 1.4401 / 1.4757 ->
+    ...; the metarig arm turned 0.024 rad on the second press)."""
+    ob, con, names = _stretched_two_bones() if rig == "two_bones" else _metarig_arm_past_reach()
+    assert bpy.ops.sinew.solve(use_keyframes=True) == {'FINISHED'}
+    first = _local_pose(ob, names)
+    assert first[names[0]][1][1] > 1.3  # it stretched
+    keys = R.action_snapshot(ob.animation_data.action)
+    for _press in range(3):
+        assert bpy.ops.sinew.solve(use_keyframes=True) == {'FINISHED'}
+        now = _local_pose(ob, names)
+        # (Within float32 rounding of the pose and keys: the metarig's wrist starts 1e-6 off,
+        # well within the tolerance, and one step moves its scale by 1.4e-6.)
+        for n in names:
+            assert now[n][0].rotation_difference(first[n][0]).angle < 1e-5, (n, now[n][0], first[n][0])
+            assert now[n][1] == pytest.approx(first[n][1], abs=1e-5), (n, now[n][1], first[n][1])
+        after = R.action_snapshot(ob.animation_data.action)
+        assert after.keys() == keys.keys()
+        assert all(np.allclose(after[k], keys[k], atol=1e-5) for k in keys)
+    con.mute = True  # Sinew's keys alone still reach
+    tip = R.world_tail(ob, names[1])
+    assert (tip - con.target.matrix_world.translation).length < 1e-3
+
+
+def test_export_writes_the_stretch_the_pose_has(tmp_path):
+    """After a stretched Solve IK, Export IK Problem writes the pose's stretch as the start's and
+    the reference's ``scales`` (each bone's length over its rest length: ``b1``'s pose scale
+    times ``b0``'s), and that problem solved (start and reference with those scales) is the pose
+    as it is: the goal met, nothing moves."""
+    import json
+
+    import sinew
+
+    ob, con, names = _stretched_two_bones()
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    pbs = ob.pose.bones
+    lengths = [pbs["b0"].scale.y, pbs["b0"].scale.y * pbs["b1"].scale.y]
+    path = tmp_path / "problem.json"
+    assert bpy.ops.sinew.export_problem(filepath=str(path)) == {'FINISHED'}
+    text = path.read_text()
+    doc = json.loads(text)
+    for part in ("pose", "reference"):
+        assert doc[part]["scales"] == pytest.approx(lengths, abs=1e-6), (part, doc[part])
+    rig, goals, solver, pose, root_t, _root = sinew.load_problem(text)
+    scales = np.array(doc["pose"]["scales"])
+    sol = solver.solve(rig, goals, pose=pose, root_translation=root_t, scales=scales,
+                       reference=np.array(doc["reference"]["rotations"]), reference_scales=scales)
+    assert sol.reached
+    assert np.allclose(sol.scales, scales, atol=1e-9)
+    assert np.allclose(np.abs(np.einsum("ni,ni->n", sol.rotations, pose)), 1.0, atol=1e-12)
+
+
+def test_a_bake_over_a_stretched_bake_gives_the_same_keys():
+    """A bake starts from the keyed pose with its keyed stretch, and each frame's reference is the
+    keyed pose at that frame, its scale keys included: baking the same range again over a bake
+    that stretched (targets unchanged, so the keys meet them) gives back the same rotation and
+    scale keys."""
+    ob, con, _t = _animated_two_bones()
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=30) == {'FINISHED'}
+    act = ob.animation_data.action
+    first = R.action_snapshot(act)
+    stretched = max(R.key_frames(R.fcurve(ob, 'pose.bones["b0"].scale', 1))[1])
+    assert stretched > 1.2
+    assert bpy.ops.sinew.restore_constraints() == {'FINISHED'}
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=30) == {'FINISHED'}
+    assert ob.animation_data.action == act
+    again = R.action_snapshot(act)
+    assert again.keys() == first.keys()
+    worst = max(float(np.abs(again[k] - first[k]).max()) for k in first)
+    assert worst < 1e-4, worst
+
+
+@pytest.mark.parametrize("how", ["solve", "bake", "export"])
+def test_a_stretching_bone_scaled_out_of_what_the_engine_takes_is_refused(how, tmp_path):
+    """A stretching bone whose pose scale makes it shorter than 1/1000 of its rest length (its
+    scale at 0, a trick to hide it) is refused before anything changes, naming the bone and the
+    scale, not solved from some other length."""
+    ob, con, names = _stretched_two_bones()
+    ob.pose.bones["b1"].scale = (0.0, 0.0, 0.0)
+    before = R.pose_snapshot(ob)
+    run = {"solve": lambda: bpy.ops.sinew.solve(),
+           "bake": lambda: bpy.ops.sinew.bake(frame_start=1, frame_end=3),
+           "export": lambda: bpy.ops.sinew.export_problem(filepath=str(tmp_path / "p.json"))}[how]
+    with pytest.raises(RuntimeError, match=r'Bone "b1": its pose scale \(Y 0\)(| at frame 1) makes it 0 times its '
+                                           r"rest length.*Alt\+S clears it\)\. Nothing was changed"):
+        run()
+    assert R.pose_snapshot(ob) == before
+    assert ob.animation_data is None and not con.mute
+    assert not (tmp_path / "p.json").exists()
+
+
+def test_a_non_uniform_scale_on_a_stretching_bone_is_named(capfd):
+    """A stretching bone scaled non-uniformly in the pose: its stretch starts from its Y scale,
+    Sinew keys a uniform scale, and a warning says so."""
+    ob, con, names = _stretched_two_bones()
+    ob.pose.bones["b0"].scale = (1.0, 1.2, 1.0)
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    out = capfd.readouterr().out
+    assert 'Bone "b0" is scaled non-uniformly in the pose (1, 1.2, 1)' in out, out
+    s = ob.pose.bones["b0"].scale
+    assert s.x == s.y == s.z
