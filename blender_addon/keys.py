@@ -167,6 +167,117 @@ def unkeyed_rotations(ob, names, frame) -> list[str]:
     return out
 
 
+def action_time(ob, frame, to_scene=False) -> float:
+    """Scene frame ``frame`` in the time of ``ob``'s action (``to_scene``: the other way): in NLA
+    tweak mode through the tweaked strip's mapping, as ``keyframe_insert`` maps it; else the same."""
+    ad = ob.animation_data
+    if ad is not None and ad.use_tweak_mode:
+        return float(ad.nla_tweak_strip_time_to_scene(frame, invert=not to_scene))
+    return float(frame)
+
+
+def rotation_key_frames(ob, name, find=None) -> list[float]:
+    """The frames (action time, sorted) at which pose bone ``name``'s rotation (the channels of
+    its rotation mode) has keys in ``ob``'s action; ``find``: its ``fcurve_finder``, made here
+    when None."""
+    find = fcurve_finder(ob) if find is None else find
+    if find is None:
+        return []
+    pb = ob.pose.bones[name]
+    prop = rotation_property(pb)
+    path = pb.path_from_id(prop)
+    frames = set()
+    for index in range(len(getattr(pb, prop))):
+        fc = find(path, index)
+        if fc is not None:
+            co = np.empty(2 * len(fc.keyframe_points), dtype=np.float64)
+            fc.keyframe_points.foreach_get("co", co)
+            frames.update(round(float(f), 3) for f in co[0::2])
+    return sorted(frames)
+
+
+def scales_to_hold(ob, before, frame, last=None) -> dict[str, list[tuple[float, tuple]]]:
+    """Where a stretch keyed at ``frame`` (a bake's: over ``frame`` to ``last``) would change the
+    animation outside the bone's rotation keys around it (call before keying it): for each pose
+    bone of ``before`` ({bone: its scale (3,) before the solve}), the nearest frames before
+    ``frame`` and after ``last`` at which its rotation has keys (action time), each with the
+    scale the bone had there: its scale F-curves evaluated there, else (no F-curve: the value
+    holds on every frame) its scale before the solve. ``key_held_scales`` keys them once the
+    stretch is keyed. Bones without such frames are left out (a first rotation key holds on every
+    frame, and so does the stretch, as Blender keys)."""
+    find = fcurve_finder(ob)
+    if find is None:
+        return {}
+    at = action_time(ob, frame)
+    end = at if last is None else action_time(ob, last)
+    out = {}
+    for name, scale in before.items():
+        keyed = rotation_key_frames(ob, name, find)
+        around = [f for f in (max((f for f in keyed if f < at - 1e-3), default=None),
+                              min((f for f in keyed if f > end + 1e-3), default=None)) if f is not None]
+        if not around:
+            continue
+        path = ob.pose.bones[name].path_from_id("scale")
+        curves = [find(path, c) for c in range(3)]
+        out[name] = [(f, tuple(float(fc.evaluate(f)) if fc is not None else float(scale[c])
+                               for c, fc in enumerate(curves))) for f in around]
+    return out
+
+
+def key_held_scales(ob, held, frame) -> dict[str, list[float]]:
+    """After a solve keyed the stretch at ``frame`` (a bake: at its first frame, and on): keys
+    each scale channel of the bones of ``held`` (``scales_to_hold``) that now has a key at
+    ``frame``, at ``held``'s frames where it has none, with the value it had there before. So the
+    stretch changes the animation only between the bone's rotation keys around the frames keyed,
+    as the rotation keys written there do. Returns {bone: the frames keyed (scene time)}."""
+    find = fcurve_finder(ob)
+    if find is None:
+        return {}
+    at = action_time(ob, frame)
+    out: dict[str, list[float]] = {}
+    for name, pairs in held.items():
+        path = ob.pose.bones[name].path_from_id("scale")
+        for c in range(3):
+            fc = find(path, c)
+            if fc is None or not has_key_at(fc, at):
+                continue
+            # (Shaped as the key inserted at ``frame``, which follows the user's preferences.)
+            solved = next(k for k in fc.keyframe_points if abs(k.co[0] - at) < 1e-3)
+            for f, values in pairs:
+                if not has_key_at(fc, f):
+                    k = fc.keyframe_points.insert(f, values[c])
+                    k.interpolation = solved.interpolation
+                    k.handle_left_type, k.handle_right_type = solved.handle_left_type, solved.handle_right_type
+                    fc.update()
+                    shown = action_time(ob, f, to_scene=True)
+                    if shown not in out.setdefault(name, []):
+                        out[name].append(shown)
+    return out
+
+
+def unkeyed_scales(ob, names, frame) -> tuple[list[str], dict[str, list[float]]]:
+    """For the pose bones ``names`` of ``ob`` whose scale a solve at ``frame`` changed (a stretch),
+    after keying: (the bones whose scale has an F-curve without a key at ``frame``: its keys take
+    the stretch back at other frames; {bone: frames (scene time)} for the bones with a scale
+    channel that nothing animates (no F-curve, no driver), so the stretch holds at every frame,
+    and rotation keys at other frames: the frames whose pose that changes}."""
+    find = fcurve_finder(ob)
+    driven = driven_channels(ob)
+    at = action_time(ob, frame)
+    not_held, everywhere = [], {}
+    for name in names:
+        path = ob.pose.bones[name].path_from_id("scale")
+        curves = [find(path, c) if find is not None else None for c in range(3)]
+        free = [c for c in range(3) if curves[c] is None and c not in driven.get(path, ())]
+        if free:
+            keyed = [f for f in rotation_key_frames(ob, name, find) if abs(f - at) > 1e-3]
+            if keyed:
+                everywhere[name] = [action_time(ob, f, to_scene=True) for f in keyed]
+        elif any(fc is not None and not has_key_at(fc, at) for fc in curves):
+            not_held.append(name)
+    return not_held, everywhere
+
+
 def action_paths(act):
     """The data paths of every F-curve of action ``act`` (all its slots, layers and strips)."""
     if act is None:

@@ -228,11 +228,15 @@ class SINEW_OT_solve(_SolverProps, bpy.types.Operator):
                                       "the keyed pose (Bake IK to Keyframes mutes them)")
             if res.key_note:
                 self.report({'INFO'}, f"Sinew: {pre}{res.key_note}")
+            if res.held_note:
+                self.report({'INFO'}, f"Sinew: {pre}{res.held_note}")
         if not key and follows_auto_keying:
             self.report({'INFO'}, "Sinew: the pose is set, not keyed (Auto Keying is off; turn Insert Keyframes on "
                                   "in the Adjust Last Operation panel to key it)")
         self.report(*combined_solve_report(results))
         for res in results:  # last, where the status bar shows it: the keys do not hold the pose
+            if res.stretch_everywhere:
+                self.report({'WARNING'}, f"Sinew: {_prefix(res.problem.ob, several)}{res.stretch_everywhere}")
             if res.unkeyed:
                 self.report({'WARNING'}, f"Sinew: {_prefix(res.problem.ob, several)}{res.unkeyed}")
         return {'FINISHED'}
@@ -509,6 +513,8 @@ class SINEW_OT_bake(_SolverProps, bpy.types.Operator):
                 self.report({'INFO'}, pre + r.action_note)
             if r.influence_note:
                 self.report({'INFO'}, f"Sinew: {pre}{r.influence_note}")
+            if r.held_note:
+                self.report({'INFO'}, f"Sinew: {pre}{r.held_note}")
             pipeline.store_bake_results(job.ob, r, job.settings)
             missed_total += sum(1 for g in pipeline.bake_goal_results(r) if g["missed"] or g["blender_missed"])
             level, text = bake_report(r)

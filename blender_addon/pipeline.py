@@ -128,6 +128,8 @@ class SolveResult:
     scales: np.ndarray | None = None   # (N,) pose scales keyed (each bone's length over its parent's), if it stretches
     key_note: str = ""             # how the keys were written, when a keying set was used
     unkeyed: str = ""              # keying asked for, but the solved rotations not all keyed: the warning
+    held_note: str = ""            # where the scale before was keyed around a keyed stretch (held_scales_note)
+    stretch_everywhere: str = ""   # a stretch left unkeyed on a scale nothing animates: the warning
     modifiers: str = ""            # F-curve modifiers act on the channels keyed, or their F-curves are muted (modifier_warning, muted_warning)
     world_misses: np.ndarray | None = None  # (G,) ``misses`` in world space: the distances the report gives
 
@@ -306,28 +308,82 @@ def muted_warning(muted) -> str:
             f"{keys.MUTED_REMEDY}")
 
 
-def unkeyed_warning(bones, keying, modifiers: bool = False) -> str:
-    """The warning that the solved rotations of ``bones`` were not keyed (keyed as ``keying``, a
-    ``keys.AutoKeying``, says): why, that the pose will not hold at other frames, and what to change.
-    ``modifiers``: F-curve modifiers act on the channels keyed (``modifier_warning``), which may be why."""
-    shown = ", ".join(f'"{b}"' for b in bones[:4]) + (f" and {len(bones) - 4} more" if len(bones) > 4 else "")
-    what = f"the solved rotation of {len(bones)} bone{'s' if len(bones) > 1 else ''} ({shown}) is not keyed"
+def _not_keyed_why(keying, channel: str, modifiers: bool = False) -> str:
+    """Why keying as ``keying`` (a ``keys.AutoKeying``) left a solved ``channel`` ("rotation" or
+    "scale") without a key at the frame, and what to change. ``modifiers``: F-curve modifiers act
+    on the channels keyed (``modifier_warning``), which may be why."""
     if keying.keying_set is not None:
-        why = (f'Only Active Keying Set is on and keying set "{keying.keying_set.bl_label}" does not key it; '
-               "make a keying set with rotation active, or turn Only Active Keying Set off (Timeline > Keying)")
+        return (f'Only Active Keying Set is on and keying set "{keying.keying_set.bl_label}" does not key it; '
+                f"make a keying set with {channel} active, or turn Only Active Keying Set off (Timeline > Keying)")
+    whys = []
+    if keying.only_available:
+        whys.append(f"Only Insert Available is on and there is no {channel} F-curve to key; key the {channel} once, "
+                    "or turn Only Insert Available off (Preferences > Animation > Auto-Keyframing)")
+    if keying.replace_only:
+        whys.append(f"Auto Keying is in Replace mode and there was no {channel} key at this frame to replace; insert "
+                    "one, or set Auto Keying to Add & Replace (Timeline > Keying)")
+    if modifiers:
+        whys.append(f"an F-curve modifier on its {channel} keeps Blender from inserting keys (see the warning that "
+                    "names it)")
+    return "; or ".join(whys) or "Blender did not insert the key"
+
+
+def _bones_text(bones) -> str:
+    """'1 bone ("b02")' / '5 bones ("a", "b", "c", "d" and 1 more)'."""
+    shown = ", ".join(f'"{b}"' for b in bones[:4]) + (f" and {len(bones) - 4} more" if len(bones) > 4 else "")
+    return f"{len(bones)} bone{'s' if len(bones) > 1 else ''} ({shown})"
+
+
+def _frames_text(frames, most: int = 8) -> str:
+    """'1, 20' (sorted; at most ``most``, then 'and N more')."""
+    frames = sorted(set(frames))
+    text = ", ".join(f"{f:g}" for f in frames[:most])
+    return text + (f" and {len(frames) - most} more" if len(frames) > most else "")
+
+
+def unkeyed_warning(bones, keying, modifiers: bool = False, channel: str = "rotation") -> str:
+    """The warning that the solved rotations (``channel`` "scale": the stretch's scales) of
+    ``bones`` were not keyed (keyed as ``keying``, a ``keys.AutoKeying``, says): why, that the
+    pose will not hold at other frames, and what to change. ``modifiers``: F-curve modifiers act
+    on the channels keyed (``modifier_warning``), which may be why."""
+    solved = "rotation" if channel == "rotation" else "scale (a stretch)"
+    what = f"the solved {solved} of {_bones_text(bones)} is not keyed"
+    return f"{what}, so the solved pose will not hold at other frames: {_not_keyed_why(keying, channel, modifiers)}"
+
+
+def held_scales_note(kept, frame, last=None) -> str:
+    """The note that Solve IK (a bake: over ``frame`` to ``last``) keyed, around a stretch keyed at
+    ``frame``, the scale the bones had before at their rotation keys on either side
+    (``keys.key_held_scales``: ``kept``)."""
+    where = "; ".join(f'bone "{b}": {_frames_text(fs)}' for b, fs in kept.items())
+    keyed = f"at frame {frame:g}" if last is None else f"over frames {frame:g} to {last:g}"
+    return (f"the stretch keyed {keyed} is Sinew's, not the animation's: Sinew also keyed the scale the bones had "
+            f"before at their rotation keys around it ({where}), so it changes the animation only between those "
+            "keys, as the rotation keys do")
+
+
+def stretch_everywhere_warning(everywhere, scales, index, before, keying) -> str:
+    """The warning that the stretch Solve IK set on the bones of ``everywhere`` ({bone: the frames,
+    other than the solved one, where its rotation has keys}) is not keyed and that nothing
+    animates their scale, so it holds at every frame and changes those keyed poses: names the
+    bones with their scale now (``scales`` (N,), engine order ``index``) and before (``before``
+    {bone: (3,)}), the frames, why (``keying``, a ``keys.AutoKeying``; None: not keying) and what
+    to do."""
+    bones = list(everywhere)
+    scaled = ", ".join(f'"{b}" ×{float(scales[index[b]]):.4g} (was ×{float(before[b][1]):.4g})' for b in bones[:4])
+    if len(bones) > 4:
+        scaled += f" and {len(bones) - 4} more"
+    frames = _frames_text([f for fs in everywhere.values() for f in fs])
+    if keying is None:
+        why = ("the pose was set, not keyed (Auto Keying is off). To keep the stretch at this frame only, solve with "
+               "Insert Keyframes on (Adjust Last Operation panel): Sinew then also keys the scale the bones had "
+               "before at their rotation keys around this frame")
     else:
-        whys = []
-        if keying.only_available:
-            whys.append("Only Insert Available is on and there is no rotation F-curve to key; key the rotation once, "
-                        "or turn Only Insert Available off (Preferences > Animation > Auto-Keyframing)")
-        if keying.replace_only:
-            whys.append("Auto Keying is in Replace mode and there was no rotation key at this frame to replace; insert "
-                        "one, or set Auto Keying to Add & Replace (Timeline > Keying)")
-        if modifiers:
-            whys.append("an F-curve modifier on its rotation keeps Blender from inserting keys (see the warning that "
-                        "names it)")
-        why = "; or ".join(whys) or "Blender did not insert the key"
-    return f"{what}, so the solved pose will not hold at other frames: {why}"
+        why = (f"{_not_keyed_why(keying, 'scale')}, and solve again: Sinew then also keys the scale the bones had "
+               "before at their rotation keys around this frame")
+    return (f"the stretch Solve IK set as pose scale ({scaled}) is not keyed, and no F-curve animates their scale, so "
+            f"it now holds at every frame: the frames where these bones have rotation keys ({frames}) change too. "
+            f"Why: {why}. To drop the stretch, clear the scale (Alt+S) or undo")
 
 
 class PendingSolve:
@@ -345,6 +401,8 @@ class PendingSolve:
         self.key_note = ""
         self.unkeyed = ""
         self.modifiers = ""
+        self.held_note = ""
+        self.stretch_everywhere = ""
         self._saved_pose = _snapshot_pose(ob)
 
     def set_pose(self) -> None:
@@ -366,12 +424,24 @@ class PendingSolve:
         ``replace_only``. When a moved bone's rotation ends up with
         no key at the frame, ``unkeyed`` says which and why (the pose will not hold); when
         F-curve modifiers act on the channels keyed at the frame, or their F-curves are muted,
-        ``modifiers`` names them."""
+        ``modifiers`` names them.
+
+        A stretch (a moved bone's scale the solve changed) is the solve's, not the animator's:
+        where its scale is keyed at the frame (not in Replace mode), the scale the bone had
+        before is keyed too at its rotation keys on either side where the scale has none
+        (``keys.scales_to_hold``), so the stretch changes the animation only between them, as
+        the rotation key does (``held_note`` says where); a stretch left unkeyed on a scale that
+        nothing animates holds at every frame: ``stretch_everywhere`` warns, naming the bones
+        and the keyed frames that change (also when not keying)."""
+        stretched = self._stretched()
         if not self.key:
+            self._warn_unkeyed_stretch(stretched, None)
             return
         ob, moved = self.ob, self.problem.moved_bones
         key_scale = self.scales is not None
         keying = keying or keys.AutoKeying()
+        # (Not in Replace mode, which keys only over keys already there.)
+        held = {} if keying.replace_only else keys.scales_to_hold(ob, stretched, self.frame)
         if keying.keying_set is not None:
             self.keyed, self.key_note = keys.key_with_keying_set(context, ob, moved, self.frame, keying.keying_set,
                                                                  self.root_bone, key_scale=key_scale)
@@ -387,6 +457,40 @@ class PendingSolve:
         if unkeyed:
             self.keyed = [n for n in self.keyed if n not in unkeyed]
             self.unkeyed = unkeyed_warning(unkeyed, keying, modifiers=any(name in unkeyed for name, *_ in found))
+        kept = keys.key_held_scales(ob, held, self.frame)
+        if kept:
+            self.held_note = held_scales_note(kept, self.frame)
+        self._warn_unkeyed_stretch(stretched, keying, unkeyed, found)
+
+    def _stretched(self) -> dict[str, tuple]:
+        """{moved bone: its scale before the solve} for the moved bones whose scale the solve
+        changes (a stretch; empty when the rig does not stretch)."""
+        if self.scales is None:
+            return {}
+        idx = self.problem.index
+        out = {}
+        for name in self.problem.moved_bones:
+            before = self._saved_pose[name][4]
+            now = float(self.scales[idx[name]])
+            if max(abs(now - v) for v in before) > 1e-6 * max(1.0, abs(now)):
+                out[name] = before
+        return out
+
+    def _warn_unkeyed_stretch(self, stretched, keying, unkeyed=(), found=()) -> None:
+        """Sets ``stretch_everywhere`` for the bones of ``stretched`` whose scale nothing
+        animates, left unkeyed (``keying`` None: not keying), and, when keying, adds the bones
+        whose stretch was not keyed on a scale F-curve (it will not hold) to ``unkeyed``."""
+        if not stretched:
+            return
+        not_held, everywhere = keys.unkeyed_scales(self.ob, list(stretched), self.frame)
+        if everywhere:
+            self.stretch_everywhere = stretch_everywhere_warning(everywhere, self.scales, self.problem.index,
+                                                                 stretched, keying)
+        not_held = [n for n in not_held if n not in unkeyed]
+        if keying is not None and not_held:
+            text = unkeyed_warning(not_held, keying, modifiers=any(name in not_held for name, *_ in found),
+                                   channel="scale")
+            self.unkeyed = f"{self.unkeyed} {text}" if self.unkeyed else text
 
     def restore(self) -> None:
         """Puts the pose back as it was when the solve was prepared (keys are not touched)."""
@@ -408,7 +512,8 @@ class PendingSolve:
                           int(sol.iterations), bool(sol.reached), str(sol.stop_reason), list(self.keyed),
                           time.perf_counter() - self.t0, misses, self.settings.tolerance,
                           np.asarray(sol.orientation_residuals), scales=self.scales, key_note=self.key_note,
-                          world_misses=world_misses, unkeyed=self.unkeyed, modifiers=self.modifiers)
+                          world_misses=world_misses, unkeyed=self.unkeyed, modifiers=self.modifiers,
+                          held_note=self.held_note, stretch_everywhere=self.stretch_everywhere)
         return res
 
 
@@ -1302,6 +1407,7 @@ class BakeResult:
     scales: np.ndarray | None = None  # (F, N) pose scales keyed (each bone's length over its parent's), if it stretches
     influence_note: str = ""       # which goals' IK influence the range animates (influence_note)
     read_seconds: float = 0.0      # reading the rig and its constraints' influences over the range
+    held_note: str = ""            # where the scale before was keyed around the baked stretch (held_scales_note)
 
 
     def goal_report(self) -> str:
@@ -1687,7 +1793,8 @@ class BakeJob:
         written = self._write(self.frames, c["moved"], c["moved_rot"], c["root_bone"], c["root_t"], c["compat"],
                               c["keyed_scales"], c["still"], scratch=scratch)
         if not scratch:
-            c["action"], c["prev"], c["note"], c["muted"], c["reduction"] = written
+            c["action"], c["prev"], c["note"], c["muted"], c["reduction"], kept = written
+            c["held_note"] = held_scales_note(kept, int(self.frames[0]), int(self.frames[-1])) if kept else ""
             c["write_s"] = time.perf_counter() - t0
 
     def measure(self):
@@ -1722,7 +1829,8 @@ class BakeJob:
                                  c["sample_s"], c["solve_s"], c["write_s"], list(p.warnings), c["sampling"], c["note"],
                                  self.settings.tolerance, checked, misses, verify_s, c["orientation_residuals"],
                                  c["references"], p, c["reduction"], self._miss_slack(c), c["local_scales"],
-                                 influence_note(p, frames, c["influence"], c["tree_blend"]), self.read_seconds)
+                                 influence_note(p, frames, c["influence"], c["tree_blend"]), self.read_seconds,
+                                 c["held_note"])
 
     def _miss_slack(self, c):
         """(G,) how far the key reduction may move each effector (``key_reduction.effector_slack``),
@@ -1748,8 +1856,13 @@ class BakeJob:
         (``keys.write_bake``); the key reduction reduces the bones keyed whole, and leaves a bone
         whose other channels are animated (the user's keys) as it is. ``scales``: None, or {bone
         name: (F,) uniform scale} for the bones whose stretch is keyed; the key reduction leaves
-        those scale keys as they are (one per frame). ``scratch``: into a new copy of the current
-        action (``keys.assign_scratch_copy``; see ``write``), leaving the warnings as they are."""
+        those scale keys as they are (one per frame), and the scale each had before is keyed at its
+        rotation keys on either side of the range where its scale has none
+        (``keys.scales_to_hold``: the stretch is the bake's, not the animation's, so it changes
+        nothing outside those keys). ``scratch``: into a new copy of the current action
+        (``keys.assign_scratch_copy``; see ``write``), leaving the warnings as they are. Returns
+        (action, previous action, note, constraints muted, reduction, {bone: frames where the
+        scale before was keyed})."""
         ob, p = self.ob, self.problem
         ad = ob.animation_data
         had_ad = ad is not None
@@ -1764,10 +1877,12 @@ class BakeJob:
         try:
             if scratch:
                 keys.assign_scratch_copy(ob)
+            held = keys.scales_to_hold(ob, {n: self._saved_pose[n][4] for n in scales or ()}, frames[0], frames[-1])
             action, prev, note = keys.write_bake(ob, frames, moved, moved_rot, root_bone,
                                                  root_t if root_bone else None,
                                                  new_action=self.new_action and not scratch,
                                                  compat=compat, scales=scales, still=still)
+            kept = keys.key_held_scales(ob, held, frames[0])
             reduction = None
             if self.reduction is not None:  # key reduction (key_reduction.py), undone with the write on failure
                 pbs = ob.pose.bones
@@ -1780,7 +1895,7 @@ class BakeJob:
             raise
         if not scratch:
             p.warnings.extend(mute_warnings)
-        return action, prev, note, muted, reduction
+        return action, prev, note, muted, reduction, kept
 
     def undo_write(self):
         """Puts back what ``write`` changed: the action assignment and slot, the fake user, the

@@ -465,3 +465,156 @@ def test_a_non_uniform_scale_on_a_stretching_bone_is_named(capfd):
     assert 'Bone "b0" is scaled non-uniformly in the pose (1, 1.2, 1)' in out, out
     s = ob.pose.bones["b0"].scale
     assert s.x == s.y == s.z
+
+
+# -- Solve IK keying a stretch: the animation at other frames -----------------------------------
+
+
+def _animator_keyed_chain(stretch=0.3):
+    """QA's case: the two-bone chain with ``ik_stretch`` 0.3 on both bones, its target keyed
+    within reach at frames 1 and 5 and out of reach at 10, and the animator's rotation keys on
+    both bones at frames 1 and 20 (none on scale)."""
+    ob, con = _two_bones(stretch=(stretch, stretch), target=(0.3, 0.2, 0.7))
+    t = bpy.data.objects["T"]
+    R.key_locations(t, {1: (0.3, 0.2, 0.7), 5: (0.3, 0.2, 0.7), 10: (0.0, 0.1, 1.4)})
+    for pb in ob.pose.bones:
+        pb.keyframe_insert("rotation_quaternion", frame=1)
+        pb.keyframe_insert("rotation_quaternion", frame=20)
+    return ob, con, t
+
+
+def _elbows(ob, frames):
+    """The evaluated elbow (b0's tail) per frame, Blender's IK on as the animator has it."""
+    out = {}
+    for f in frames:
+        bpy.context.scene.frame_set(f)
+        out[f] = R.world_tail(ob, "b0")
+    return out
+
+
+def _solve_at(frame, *, auto_keying=True, only_available=False, replace=False, **kw):
+    scene = bpy.context.scene
+    scene.frame_set(frame)
+    scene.tool_settings.use_keyframe_insert_auto = auto_keying
+    scene.tool_settings.auto_keying_mode = 'REPLACE_KEYS' if replace else 'ADD_REPLACE_KEYS'
+    prefs = bpy.context.preferences.edit
+    prefs.use_keyframe_insert_available = only_available
+    try:
+        assert bpy.ops.sinew.solve(**kw) == {'FINISHED'}
+    finally:
+        prefs.use_keyframe_insert_available = False
+        scene.tool_settings.use_keyframe_insert_auto = False
+        scene.tool_settings.auto_keying_mode = 'ADD_REPLACE_KEYS'
+
+
+def test_a_keyed_stretch_leaves_the_animators_other_keys_as_they_were(capfd):
+    """QA's defect: Solve IK with Auto Keying at frame 10 stretches ``b0`` (here to 1.28); its
+    scale had no F-curve, so one key there would hold at every frame (QA: frame 1's elbow moved
+    11.4 cm). Sinew
+    also keys the scale the bones had (1) at their rotation keys around frame 10 (1 and 20), says
+    so, and frames 1 and 20 look as before while frame 10 keeps the solve."""
+    ob, con, t = _animator_keyed_chain()
+    before = _elbows(ob, (1, 20))
+    _solve_at(10)
+    out = capfd.readouterr().out
+    assert ob.pose.bones["b0"].scale.y > 1.25
+    assert 'Sinew also keyed the scale the bones had before at their rotation keys around it (bone "b0": 1, 20; ' \
+           'bone "b1": 1, 20)' in out, out
+    assert "holds at every frame" not in out
+    for name in ("b0", "b1"):
+        for c in range(3):
+            frames, values = R.key_frames(R.fcurve(ob, f'pose.bones["{name}"].scale', c))
+            assert list(frames) == [1.0, 10.0, 20.0], (name, c, frames)
+            assert values[0] == values[2] == 1.0
+    after = _elbows(ob, (1, 20))
+    for f in (1, 20):
+        assert (after[f] - before[f]).length < 1e-6, (f, after[f], before[f])
+    bpy.context.scene.frame_set(10)
+    con.mute = True  # the keys alone hold the solve at frame 10
+    assert (R.world_tail(ob, "b1") - t.matrix_world.translation).length < 1e-3
+
+
+def test_a_stretch_keyed_next_to_scale_keys_keys_only_the_missing_side(capfd):
+    """The scale has an F-curve already (a key at frame 1, 1.0): Sinew keys the stretch at 10 and
+    the scale the curve gave at 20 (the rotation key after it, where the scale has no key), and
+    leaves frame 1's key as it is."""
+    ob, con, t = _animator_keyed_chain()
+    for pb in ob.pose.bones:
+        pb.keyframe_insert("scale", frame=1)
+    before = _elbows(ob, (1, 20))
+    _solve_at(10)
+    assert 'around it (bone "b0": 20; bone "b1": 20)' in capfd.readouterr().out
+    frames, values = R.key_frames(R.fcurve(ob, 'pose.bones["b0"].scale', 1))
+    assert list(frames) == [1.0, 10.0, 20.0] and values[0] == values[2] == 1.0
+    after = _elbows(ob, (1, 20))
+    assert all((after[f] - before[f]).length < 1e-6 for f in (1, 20))
+
+
+def test_a_first_stretch_key_holds_everywhere_as_a_first_rotation_key_does(capfd):
+    """Bones without rotation keys elsewhere: the solve's rotation key holds at every frame (a
+    first key, as Blender's auto-keying gives it), and so does its stretch; nothing more is keyed
+    and nothing warns."""
+    ob, con = _two_bones(stretch=(0.3, 0.3), target=(0.0, 0.1, 1.4))
+    _solve_at(10)
+    out = capfd.readouterr().out
+    assert "rotation keys around it" not in out and "holds at every frame" not in out, out
+    frames, _values = R.key_frames(R.fcurve(ob, 'pose.bones["b0"].scale', 1))
+    assert list(frames) == [10.0]
+
+
+@pytest.mark.parametrize("how", ["only_insert_available", "replace", "not_keying"])
+def test_an_unkeyed_stretch_that_holds_at_every_frame_is_named(how, capfd):
+    """When the stretch cannot be keyed (Only Insert Available, or Auto Keying's Replace mode, and
+    no scale F-curve) or is not (Auto Keying off), the pose scale holds at every frame: the last
+    warnings name the bones, the scale, the frames with rotation keys that change and what to do;
+    no scale F-curve is made."""
+    ob, con, t = _animator_keyed_chain()
+    if how == "not_keying":
+        _solve_at(10, auto_keying=False)
+    else:
+        _solve_at(10, only_available=how == "only_insert_available", replace=how == "replace")
+    lines = capfd.readouterr().out.strip().splitlines()
+    warning = next((ln for ln in lines if "holds at every frame" in ln), "")
+    assert warning.startswith('Warning: Sinew: the stretch Solve IK set as pose scale ("b0" ×1.277 (was ×1), "b1" ×1.003 '
+                              '(was ×1)) is not keyed, and no F-curve animates their scale, so it now holds at every '
+                              'frame'), lines
+    assert "the frames where these bones have rotation keys (1, 20) change too" in warning
+    if how == "only_insert_available":
+        assert "Only Insert Available is on and there is no scale F-curve to key" in warning
+        assert ob.pose.bones["b0"].keyframe_insert  # (the rotation was keyed, into its F-curve)
+        assert 10.0 in R.key_frames(R.fcurve(ob, 'pose.bones["b0"].rotation_quaternion', 0))[0]
+    elif how == "replace":
+        assert "Auto Keying is in Replace mode and there was no scale key at this frame to replace" in warning
+    else:
+        assert "the pose was set, not keyed (Auto Keying is off)" in warning
+    assert "Alt+S" in warning
+    assert all(R.fcurve(ob, f'pose.bones["{n}"].scale', c) is None for n in ("b0", "b1") for c in range(3))
+
+
+def test_a_baked_stretch_leaves_the_keyed_poses_outside_the_range_as_they_were(capfd):
+    """A bake keys the stretch on every frame of its range; with no scale F-curve before, the
+    range's end values would hold up to the animator's keys outside it (measured: frame 40's elbow
+    moved 11.4 cm after baking frames 5 to 15). The bake also keys the scale the bones had (1) at
+    their rotation keys on either side of the range (1 and 40), says so, and the keyed poses
+    there are as they were."""
+    ob, con = _two_bones(stretch=(0.3, 0.3), target=(0.3, 0.2, 0.7))
+    t = bpy.data.objects["T"]
+    R.key_locations(t, {1: (0.3, 0.2, 0.7), 10: (0.0, 0.1, 1.4), 15: (0.0, 0.1, 1.4), 40: (0.3, 0.2, 0.7)})
+    for pb in ob.pose.bones:
+        pb.keyframe_insert("rotation_quaternion", frame=1)
+        pb.keyframe_insert("rotation_quaternion", frame=40)
+    con.mute = True  # the keys' own pose (the bake mutes the constraint)
+    before = _elbows(ob, (1, 40))
+    con.mute = False
+    bpy.context.scene.frame_set(10)
+    assert bpy.ops.sinew.bake(frame_start=5, frame_end=15) == {'FINISHED'}
+    assert con.mute
+    out = capfd.readouterr().out
+    assert ('the stretch keyed over frames 5 to 15 is Sinew\'s, not the animation\'s: Sinew also keyed the scale the '
+            'bones had before at their rotation keys around it (bone "b0": 1, 40; bone "b1": 1, 40)') in out, out
+    frames, values = R.key_frames(R.fcurve(ob, 'pose.bones["b0"].scale', 1))
+    assert list(frames) == [1.0] + list(range(5, 16)) + [40.0] and values[0] == values[-1] == 1.0
+    assert max(values) > 1.25  # it stretched
+    after = _elbows(ob, (1, 40))
+    for f in (1, 40):
+        assert (after[f] - before[f]).length < 1e-6, (f, after[f], before[f])
