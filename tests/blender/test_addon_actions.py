@@ -362,8 +362,10 @@ def _modifiers_on(ob, bone, kind, settings):
             setattr(m, key, value)
         if kind == 'ENVELOPE':  # halves the keys' values about 0
             m.reference_value, m.default_min, m.default_max = 0.0, -1.0, 1.0
-            point = m.control_points.add(10)
-            point.min, point.max = -0.5, 0.5
+            m.control_points.add(10)
+            # (Through the collection, not the pointer add() returns: writing through that one
+            # crashed Blender 5.2 once in a full run.)
+            m.control_points[0].min, m.control_points[0].max = -0.5, 0.5
 
 
 def _modifier_snapshot(action):
