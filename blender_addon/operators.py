@@ -581,6 +581,7 @@ class SINEW_OT_bake(_SolverProps, bpy.types.Operator):
         context.window_manager.progress_update(int(progress * 100))
         context.workspace.status_text_set(f"Sinew: baking… {progress * 100:.0f}% (Esc to cancel)")
         if self._job is not None and self._job.done:
+            self._gen.close()  # (at its last step, after the writes: closing it changes nothing)
             self._cleanup(context)
             self._finish(self._job, self._skipped)
             return {'FINISHED'}

@@ -1540,13 +1540,13 @@ class BakeJob:
             yield from self.compute()
             self.write()
             self.measure()
-            yield 1.0
         except engine().SinewError as ex:
             self.cancel()
             raise ReadError(f"Sinew could not solve: {ex}") from ex
         except BaseException:
             self.cancel()
             raise
+        yield 1.0  # (after the try, as in BakeBatch.steps: closing the generator here undoes nothing)
 
     def compute(self):
         """Samples and solves (steps 1 and 2), yielding progress up to 0.9; changes nothing but
@@ -1979,7 +1979,6 @@ class BakeBatch:
             for job in self.jobs:
                 job.measure()
             self.done = True
-            yield 1.0
         except BaseException as ex:
             for job in reversed(written):
                 job.undo_write()
@@ -1987,6 +1986,10 @@ class BakeBatch:
             if isinstance(ex, engine().SinewError):
                 raise ReadError(f"Sinew could not solve: {ex}") from ex
             raise
+        # (Outside the try: a caller that stops at this last step, as the modal operator does once
+        # ``done`` is set, and closes the generator later, or lets Python free it, must not undo
+        # the finished bake.)
+        yield 1.0
 
 
 def influence_note(problem, frames, influence, tree_blend) -> str:

@@ -7,7 +7,9 @@
 - A pose above the chains that never changes bakes the same keys whether the frames are stepped
   or read from the F-curves (one rest held for all frames).
 - An absurd range (Blender's largest End Frame) is refused up front, with the estimate and the
-  range, and changes nothing."""
+  range, and changes nothing.
+- The modal operator stops driving the bake's steps at their last one (``done``) and closes them
+  then or lets Python free them: that undoes nothing."""
 
 import bpy
 import numpy as np
@@ -111,3 +113,39 @@ def test_an_absurd_range_is_refused_up_front(addon):
     assert bpy.context.scene.frame_current == 3
     est = addon.pipeline.bake_size_estimate(ob, 1, 1048574)
     assert est <= addon.pipeline.MAX_BAKE_BYTES  # (before the read: a lower bound only)
+
+
+@pytest.mark.parametrize("how", ["closed", "freed"])
+def test_a_finished_bake_stays_when_its_steps_are_closed_at_the_last_one(addon, how):
+    """As the modal operator drives it: the batch's steps (through ``rescaled``, as the operator
+    wraps them) are run until the batch is ``done``, then closed, or dropped for Python to free,
+    without running to their end. The bake stays: its action, its keys, the muted constraint.
+    (Before, closing at the last step ran the error path and took the whole bake back.)"""
+    import gc
+
+    P = addon.pipeline
+    ob = R.make_chain(4, 0.5, name="Rig")
+    t = R.add_empty("T")
+    R.key_locations(t, {1: (0.5, 0.2, 1.4), 20: (-0.3, 0.4, 1.5)})
+    ik = ob.pose.bones["b03"].constraints.new('IK')
+    ik.target, ik.chain_count = t, 3
+    R.activate(ob)
+    bpy.ops.object.mode_set(mode='POSE')
+    jobs, _skipped = P.make_bake_jobs(bpy.context, [ob], 1, 20, P.Settings())
+    batch = P.BakeBatch(jobs)
+    steps = P.rescaled(batch.steps(), 0.3, 0.7)
+    for progress in steps:
+        if batch.done:
+            break
+    assert batch.done and progress == 1.0
+    action = ob.animation_data.action
+    assert action.name == "Rig_Sinew" and ik.mute
+    if how == "closed":
+        steps.close()
+    else:
+        del steps
+        gc.collect()
+    assert ob.animation_data.action == action and action.name in bpy.data.actions and ik.mute
+    for f in (1, 10, 20):
+        bpy.context.scene.frame_set(f)
+        assert (R.world_tail(ob, "b03") - R.world_location(t)).length < 1e-3, f
