@@ -554,6 +554,65 @@ def test_a_ring_of_armatures_that_follow_each_other_is_refused():
     assert [R.pose_snapshot(ob) for ob in (a, b, c)] == snaps and len(bpy.data.actions) == 1
 
 
+def _target_on_a_mesh_another_deforms():
+    """The review's case: a mesh "Skin" skinned (Armature modifier) to armature B's tip bone, whose
+    vertex group "grip" is the target of A's IK constraint; B's IK follows an animated Empty and
+    its redundant chain lands elsewhere than Blender's IK puts it, moving "grip"."""
+    import bmesh
+
+    b = R.make_chain(3, 0.4, "B", bend=0.1)
+    b.location = (0.3, 0.4, 0.0)
+    eb = R.add_empty("EB")
+    R.key_locations(eb, {1: (0.6, 0.3, 0.9), 5: (0.4, 0.5, 0.8), 10: (0.7, 0.2, 1.0)})
+    _ik(b, "b02", eb)
+    me = bpy.data.meshes.new("Skin")
+    skin = bpy.data.objects.new("Skin", me)
+    bpy.context.scene.collection.objects.link(skin)
+    bm = bmesh.new()
+    quad = [bm.verts.new(co) for co in ((0.28, 0.38, 0.9), (0.32, 0.38, 0.9), (0.32, 0.42, 0.92), (0.28, 0.42, 0.91))]
+    bm.faces.new(quad)
+    bm.to_mesh(me)
+    bm.free()
+    skin.vertex_groups.new(name="b02").add([0, 1, 2, 3], 1.0, 'REPLACE')
+    skin.vertex_groups.new(name="grip").add([0, 1, 2, 3], 1.0, 'REPLACE')
+    skin.modifiers.new("Armature", 'ARMATURE').object = b
+    a = R.make_chain(3, 0.5, "A", bend=0.15)
+    _ik(a, "b02", skin, "grip")
+    _pose_mode(a, b)
+    return a, b, skin
+
+
+def test_an_armature_aiming_at_a_vertex_group_another_deforms_is_solved_after_it(addon, capfd):
+    """The review found the call order blind to deformation: A's target, a vertex group of a mesh
+    B deforms, was read before B's pose was written (reported reached, 0.295 off in Blender's
+    pose). A is now solved and baked after B, and reaches the group where B's keys put it."""
+    a, b, skin = _target_on_a_mesh_another_deforms()
+    probe = R.add_empty("Probe")
+    c = probe.constraints.new('COPY_LOCATION')
+    c.target, c.subtarget = skin, "grip"
+
+    def misses():
+        out = {}
+        for f in range(1, 11):
+            bpy.context.scene.frame_set(f)
+            out[f] = (R.world_tail(a, "b02") - R.world_location(probe)).length
+        return out
+
+    bpy.context.scene.frame_set(5)
+    assert bpy.ops.sinew.solve() == {'FINISHED'}
+    assert 'Sinew: "A" solved after "B":' in capfd.readouterr().out
+    a.pose.bones["b02"].constraints[0].mute = True  # (Sinew's pose of A alone; B's IK still on, as Solve leaves it)
+    bpy.context.scene.frame_set(5)
+    assert (R.world_tail(a, "b02") - R.world_location(probe)).length < 1e-4
+    a.pose.bones["b02"].constraints[0].mute = False
+    for pb in list(a.pose.bones) + list(b.pose.bones):
+        pb.rotation_quaternion = (1, 0, 0, 0)
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=10) == {'FINISHED'}
+    out = capfd.readouterr().out
+    assert 'Sinew: "A" baked after "B": the target of bone "b02"' in out, out
+    assert max(misses().values()) < 1e-3
+
+
 def test_a_bone_no_goal_moves_is_no_dependency(capfd):
     """B's target is A's bone "b00", above A's chain of 2: no goal moves it, so B reads nothing A's
     bake changes: no cycle, and A is baked after B as before."""
