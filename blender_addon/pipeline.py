@@ -667,76 +667,6 @@ def _read_each(obs, read, verb: str):
 # --------------------------------------------------------------------------------------------
 
 
-# ``follows_moved_bones``' name for an object's deformed geometry (its vertices as Blender evaluates
-# them, which an Armature modifier or an Armature parent moves with the bones), as opposed to its
-# transform ("") or one of its bones.
-GEOMETRY = "\0geometry"
-
-
-def _constraint_references(c):
-    """(object, bone name, ``GEOMETRY`` or "") for every target of constraint ``c``: its target,
-    an IK constraint's pole target, an Armature constraint's targets; a bone only on an armature;
-    a mesh's or lattice's vertex group, or a Shrinkwrap target, is its geometry."""
-    pairs = [(getattr(c, "target", None), getattr(c, "subtarget", "")),
-             (getattr(c, "pole_target", None), getattr(c, "pole_subtarget", ""))]
-    pairs += [(t.target, t.subtarget) for t in getattr(c, "targets", ())]
-    for ob, sub in pairs:
-        if ob is None:
-            continue
-        if ob.type == 'ARMATURE':
-            yield ob, sub or ""
-        else:
-            yield ob, GEOMETRY if (sub or c.type == 'SHRINKWRAP') else ""
-
-
-def _deformed_by(o, moved: dict) -> set:
-    """The armatures of ``moved`` (with bones a call moves) that deform object ``o``'s geometry: the
-    objects of its Armature modifiers shown in the viewport, and an Armature parent."""
-    out = {m.object for m in getattr(o, "modifiers", ()) if m.type == 'ARMATURE' and m.show_viewport
-           and m.object is not None and moved.get(m.object)}
-    if o.parent is not None and o.parent_type == 'ARMATURE' and moved.get(o.parent):
-        out.add(o.parent)
-    return out
-
-
-def follows_moved_bones(ob, bone: str, moved: dict) -> set:
-    """The armatures of ``moved`` ({armature object: names of the bones a call moves}) some of
-    whose moved bones object ``ob`` (with ``bone``: that bone of armature ``ob``; ``GEOMETRY``:
-    its deformed geometry, a vertex group's) follows in Blender's evaluation: the bone itself, the
-    bones it hangs from, the object's parent (a Bone parent: that bone; a Vertex parent: the
-    parent's geometry; any other parent type: the parent object, which no call moves), the
-    armatures deforming a geometry (``_deformed_by``) and the targets of the constraints in effect
-    on each of them, followed on. Drivers are not."""
-    found, seen, todo = set(), set(), [(ob, bone)]
-    while todo:
-        node = todo.pop()
-        if node in seen:
-            continue
-        seen.add(node)
-        o, name = node
-        if name == GEOMETRY:
-            found |= _deformed_by(o, moved)
-            todo.append((o, ""))
-            continue
-        if name:
-            pb = o.pose.bones.get(name) if o.type == 'ARMATURE' and o.pose is not None else None
-            if pb is None:
-                continue
-            if name in moved.get(o, ()):
-                found.add(o)
-            if pb.parent is not None:
-                todo.append((o, pb.parent.name))
-            todo.append((o, ""))
-            constraints = pb.constraints
-        else:
-            if o.parent is not None:
-                todo.append((o.parent, o.parent_bone if o.parent_type == 'BONE' else
-                             GEOMETRY if o.parent_type in ('VERTEX', 'VERTEX_3') else ""))
-            constraints = o.constraints
-        for c in constraints:
-            if not rig_reader.is_off(c):
-                todo.extend(_constraint_references(c))
-    return found
 
 
 @dataclass
@@ -765,7 +695,7 @@ class CallOrder:
 def call_order(problems) -> CallOrder:
     """The order to solve the armatures of one call in (``problems``, one RigProblem each, as the
     user has them): armature X is solved after armature Y when X follows some bone Y's goals move
-    (``follows_moved_bones``): a goal's target or pole, the armature object itself, or a bone its
+    (``rig_reader.follows_moved_bones``): a goal's target or pole, the armature object itself, or a bone its
     chains hang from. Otherwise the user's order is kept. Armatures that follow each other's moved
     bones, directly or through others, cannot be ordered: ReadError naming them and why, before
     anything is solved or written."""
@@ -780,13 +710,13 @@ def call_order(problems) -> CallOrder:
                 for ref, what in ((g.target, "target"), (g.pole, "pole target")):
                     if ref is None:
                         continue
-                    hit = follows_moved_bones(ref.ob, ref.bone or (GEOMETRY if ref.vertex_group else ""), others)
+                    hit = rig_reader.follows_moved_bones(ref.ob, ref.node, others)
                     for ob in hit:
                         why.setdefault(index[ob], f'the {what} of bone "{g.owner or g.bone}" ({ref.describe()})')
                     if hit and ref is g.target:
                         goals.append(k)
             for name in ["", *p.anchors]:
-                for ob in follows_moved_bones(p.ob, name, others):
+                for ob in rig_reader.follows_moved_bones(p.ob, name, others):
                     why.setdefault(index[ob], f'bone "{name}" (above its chains)' if name else "the armature object")
         follows.append(why)
         followed_goals.append(goals)

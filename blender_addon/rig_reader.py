@@ -139,6 +139,12 @@ class TargetRef:
     vertex_group: str = ""
     hidden: bool = False  # an object Blender does not evaluate, read from its channels (check_evaluated)
 
+    @property
+    def node(self) -> str:
+        """What of ``ob`` the target is, as ``follows_moved_bones`` walks it: the bone's name, the
+        object's geometry (``GEOMETRY``) for a vertex group, "" for the object itself."""
+        return self.bone or (GEOMETRY if self.vertex_group else "")
+
     def describe(self) -> str:
         if self.bone:
             return f'"{self.ob.name}" bone "{self.bone}"'
@@ -460,6 +466,70 @@ def deforms(arm_ob, ob) -> bool:
     ``ob`` on it (shown in the viewport), or an Armature parent."""
     return ((ob.parent == arm_ob and ob.parent_type == 'ARMATURE')
             or any(m.type == 'ARMATURE' and m.object == arm_ob and m.show_viewport for m in ob.modifiers))
+
+
+# ``follows_moved_bones``' name for an object's deformed geometry (its vertices as Blender evaluates
+# them, which an Armature modifier or an Armature parent moves with the bones), as opposed to its
+# transform ("") or one of its bones.
+GEOMETRY = "\0geometry"
+
+
+def _constraint_references(c):
+    """(object, bone name, ``GEOMETRY`` or "") for every target of constraint ``c``: its target,
+    an IK constraint's pole target, an Armature constraint's targets; a bone only on an armature;
+    a mesh's or lattice's vertex group, or a Shrinkwrap target, is its geometry."""
+    pairs = [(getattr(c, "target", None), getattr(c, "subtarget", "")),
+             (getattr(c, "pole_target", None), getattr(c, "pole_subtarget", ""))]
+    pairs += [(t.target, t.subtarget) for t in getattr(c, "targets", ())]
+    for ob, sub in pairs:
+        if ob is None:
+            continue
+        if ob.type == 'ARMATURE':
+            yield ob, sub or ""
+        else:
+            yield ob, GEOMETRY if (sub or c.type == 'SHRINKWRAP') else ""
+
+
+
+
+def follows_moved_bones(ob, bone: str, moved: dict) -> set:
+    """The armatures of ``moved`` ({armature object: names of the bones a call moves}) some of
+    whose moved bones object ``ob`` (with ``bone``: that bone of armature ``ob``; ``GEOMETRY``:
+    its deformed geometry, a vertex group's) follows in Blender's evaluation: the bone itself, the
+    bones it hangs from, the object's parent (a Bone parent: that bone; a Vertex parent: the
+    parent's geometry; any other parent type: the parent object, which no call moves), the
+    armatures deforming a geometry (``deforms``) and the targets of the constraints in effect
+    on each of them, followed on. Drivers are not."""
+    found, seen, todo = set(), set(), [(ob, bone)]
+    while todo:
+        node = todo.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        o, name = node
+        if name == GEOMETRY:
+            found |= {arm for arm, names in moved.items() if names and deforms(arm, o)}
+            todo.append((o, ""))
+            continue
+        if name:
+            pb = o.pose.bones.get(name) if o.type == 'ARMATURE' and o.pose is not None else None
+            if pb is None:
+                continue
+            if name in moved.get(o, ()):
+                found.add(o)
+            if pb.parent is not None:
+                todo.append((o, pb.parent.name))
+            todo.append((o, ""))
+            constraints = pb.constraints
+        else:
+            if o.parent is not None:
+                todo.append((o.parent, o.parent_bone if o.parent_type == 'BONE' else
+                             GEOMETRY if o.parent_type in ('VERTEX', 'VERTEX_3') else ""))
+            constraints = o.constraints
+        for c in constraints:
+            if not is_off(c):
+                todo.extend(_constraint_references(c))
+    return found
 
 
 @dataclass
@@ -1836,22 +1906,24 @@ def read(ob, *, need_goals: bool = True, depsgraph=None, only_selected: bool = F
             warnings.append(f'Bone "{name}" has constraints besides IK; they act on top of the Sinew pose')
     for i, g in enumerate(goals):
         for ref in (g.target, g.pole):
-            if ref is not None and ref.ob == ob and ref.bone:
-                b = bones[ref.bone]
-                while b is not None and b.name not in moved_set:
-                    b = b.parent
-                if b is not None:
-                    warnings.append(f'Bone "{g.bone}": target bone "{ref.bone}" follows bones Sinew moves; '
-                                    "its position is taken from before the solve")
-                    if ref is g.target and g.tree < 0:  # (a Sinew goal: its influence is 1)
-                        problem.moving_targets.append(i)
-            elif ref is not None and ref.vertex_group and deforms(ob, ref.ob):
+            # (The same walk as the order of several armatures in one call: through bone and
+            # object parents, constraint targets and deformation.)
+            if ref is None or ob not in follows_moved_bones(ref.ob, ref.node, {ob: moved_set}):
+                continue
+            if ref.ob == ob and ref.bone:
+                warnings.append(f'Bone "{g.bone}": target bone "{ref.bone}" follows bones Sinew moves; '
+                                "its position is taken from before the solve")
+            elif ref.vertex_group and deforms(ob, ref.ob):
                 # (Blender's IK has a dependency cycle there.)
                 warnings.append(f'Bone "{g.bone}": vertex group "{ref.vertex_group}" of mesh "{ref.ob.name}" is '
                                 "deformed by this armature, so it may move with the bones Sinew moves; its position "
                                 "is taken from before the solve")
-                if ref is g.target and g.tree < 0:
-                    problem.moving_targets.append(i)
+            else:
+                what = "target" if ref is g.target else "pole target"
+                warnings.append(f'Bone "{g.bone}": its {what} {ref.describe()} follows bones Sinew moves (through '
+                                "parents, constraints or deformation); its position is taken from before the solve")
+            if ref is g.target and g.tree < 0:  # (a Sinew goal: its influence is 1)
+                problem.moving_targets.append(i)
     return problem
 
 
