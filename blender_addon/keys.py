@@ -147,9 +147,11 @@ def fcurve_finder(ob):
 
 
 def unkeyed_rotations(ob, names, frame) -> list[str]:
-    """The bones of ``names`` whose rotation has no key at ``frame`` on some channel (no F-curve,
-    or one without a key there): the keys do not hold their solved rotation at other frames.
-    A channel a driver sets is not counted (the driver owns it)."""
+    """The bones of ``names`` whose rotation has no key at scene frame ``frame`` (in the action's
+    time, ``action_time``: an NLA strip in tweak mode maps it) on some channel (no F-curve, or one
+    without a key there): the keys do not hold their solved rotation at other frames. A channel a
+    driver sets is not counted (the driver owns it)."""
+    frame = action_time(ob, frame)
     find = fcurve_finder(ob)
     driven = driven_channels(ob)
     out = []
@@ -374,10 +376,12 @@ def keyed_channel_curves(ob, names, root_bone=None, key_scale=False):
 
 
 def acting_modifiers(ob, names, lo, hi, root_bone=None, key_scale=False) -> list[tuple[str, str, int, object]]:
-    """The F-curve modifiers that act (``modifier_acts``) at the frames [lo, hi] on the channels
-    keyed for the bones ``names`` of ``ob`` (``keyed_channel_curves``), on the F-curves Blender
-    evaluates (``is_played``): [(bone, property, array index, modifier)]. The modifiers stay on
-    the F-curves, so they act on top of keys written there."""
+    """The F-curve modifiers that act (``modifier_acts``) at the scene frames [lo, hi] (in the
+    action's time, ``action_time``) on the channels keyed for the bones ``names`` of ``ob``
+    (``keyed_channel_curves``), on the F-curves Blender evaluates (``is_played``): [(bone,
+    property, array index, modifier)]. The modifiers stay on the F-curves, so they act on top of
+    keys written there."""
+    lo, hi = sorted((action_time(ob, lo), action_time(ob, hi)))
     return [(name, prop, index, m) for name, prop, index, fc in keyed_channel_curves(ob, names, root_bone, key_scale)
             if is_played(fc) for m in fc.modifiers if modifier_acts(m, lo, hi)]
 
