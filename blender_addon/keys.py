@@ -577,9 +577,11 @@ def assigned_slot(ob):
 def is_sinew_bake_of(act, ob) -> bool:
     """True when ``act``, ``ob``'s action, is a Sinew bake that nothing else would see change
     (``other_users`` of ``ob``'s slot of it: none) and that has no fake user, so baking into it
-    again changes nothing the user kept."""
+    again changes nothing the user kept. On a slotted action ``ob`` must play a slot of it: with
+    none (another armature's bake picked in its Action selector) it is not ``ob``'s bake."""
+    slot = assigned_slot(ob)
     return (act is not None and getattr(act, "sinew_baked", False) and act.is_editable
-            and not act.use_fake_user and not other_users(ob, act, assigned_slot(ob)))
+            and not act.use_fake_user and not (SLOTTED and slot is None) and not other_users(ob, act, slot))
 
 
 def blends_over_nla(ad) -> bool:

@@ -808,3 +808,32 @@ def test_solve_in_nla_tweak_mode_keys_the_tweaked_action_at_the_mapped_frame(cap
     frames, _ = R.key_frames(cb.fcurves.find('pose.bones["b02"].rotation_quaternion', index=0))
     assert list(frames) == [8.0]  # scene frame 12 in the strip's action time
     assert (R.world_tail(ob, "b03") - R.world_location(t)).length < 1e-3
+
+
+def test_another_armatures_bake_picked_without_a_slot_is_not_baked_into():
+    """The review's case: B is given A's bake ``A_Sinew`` in its Action selector (Blender leaves
+    B's slot empty on 4.4+). With New Action on B's bake goes into a new ``B_Sinew``, as on 4.2,
+    and ``A_Sinew`` keeps only A's animation (before, B re-baked into ``A_Sinew``)."""
+    a, ta, ca = _ik_chain()
+    _fk_keys(a)
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=10) == {'FINISHED'}
+    a_sinew = a.animation_data.action
+    assert a_sinew.name == "Chain_Sinew"
+    bpy.ops.object.mode_set(mode='OBJECT')
+    before = R.action_snapshot(a_sinew)
+    b = R.make_chain(4, name="B")
+    b.location = (2.0, 0.0, 0.0)
+    tb = R.add_empty("TB")
+    R.key_locations(tb, {1: (2.4, 0.2, 1.2), 10: (2.3, 0.4, 1.3)})
+    cb = b.pose.bones["b03"].constraints.new('IK')
+    cb.target, cb.chain_count = tb, 3
+    b.animation_data_create()
+    b.animation_data.action = a_sinew
+    R.activate(b)
+    bpy.ops.object.mode_set(mode='POSE')
+    assert bpy.ops.sinew.bake(frame_start=1, frame_end=10) == {'FINISHED'}
+    assert b.animation_data.action.name == "B_Sinew"
+    assert a.animation_data.action == a_sinew and R.same_snapshot(R.action_snapshot(a_sinew), before)
+    for f in (1, 10):
+        bpy.context.scene.frame_set(f)
+        assert (R.world_tail(b, "b03") - R.world_location(tb)).length < 1e-3, f
