@@ -1976,14 +1976,15 @@ def analysis_key(ob) -> tuple:
         s = pb.sinew
         if s.use_goal:
             key.append((pb.name, _ref_state(s.target, s.subtarget), _ref_state(s.pole_target, s.pole_subtarget),
-                        s.goal_kind, s.use_orientation, s.use_tail, s.chain_length, s.weight, s.pole_angle,
-                        s.aim_axis, s.goal_axis))
+                        s.goal_kind, s.use_orientation, s.use_tail, s.chain_length, repr(s.weight),
+                        repr(s.pole_angle), s.aim_axis, s.goal_axis))
         for c in pb.constraints:
             if c.type == 'IK':
                 key.append((pb.name, c.name, c.mute, c.influence > 0.0, c.is_valid,
                             _ref_state(c.target, c.subtarget), _ref_state(c.pole_target, c.pole_subtarget),
-                            c.chain_count, c.use_tail, c.use_stretch, c.use_rotation, c.orient_weight, c.weight,
-                            c.pole_angle, c.ik_type, c.use_location))
+                            c.chain_count, c.use_tail, c.use_stretch, c.use_rotation, repr(c.orient_weight),
+                            repr(c.weight), repr(c.pole_angle), c.ik_type, c.use_location))
+    # (Floats as their repr: a NaN set from Python equals itself there, so the key still matches.)
     return tuple(key)
 
 

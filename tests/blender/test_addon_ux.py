@@ -1285,3 +1285,8 @@ def test_the_chains_panel_redraws_without_reading_the_rig_again_when_only_the_po
     assert _chains_labels(addon) == first and len(reads) == 1
     con.influence = 0.0
     assert _chains_labels(addon) == ["No goals: add a Sinew goal or an IK constraint"] and len(reads) == 2
+    # A NaN set from Python (refused when solving, shown in the panel) is read once too, not at
+    # every redraw (a NaN never equals itself as a float in the key).
+    con.influence, con.pole_angle = 1.0, float("nan")
+    labels = _chains_labels(addon)
+    assert _chains_labels(addon) == labels and len(reads) == 3
