@@ -216,8 +216,8 @@ class SINEW_OT_solve(_SolverProps, bpy.types.Operator):
             ob, pre = res.problem.ob, _prefix(res.problem.ob, several)
             for w in res.problem.warnings:
                 self.report({'WARNING'}, pre + w)
-            if res.modifiers:
-                self.report({'WARNING'}, f"Sinew: {pre}{res.modifiers}")
+            if res.curve_warnings:
+                self.report({'WARNING'}, f"Sinew: {pre}{res.curve_warnings}")
             note = pipeline.itasc_note(ob, settings)
             if note:
                 self.report({'INFO'}, note)

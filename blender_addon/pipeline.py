@@ -130,7 +130,7 @@ class SolveResult:
     unkeyed: str = ""              # keying asked for, but the solved rotations not all keyed: the warning
     held_note: str = ""            # where the scale before was keyed around a keyed stretch (held_scales_note)
     stretch_everywhere: str = ""   # a stretch left unkeyed on a scale nothing animates: the warning
-    modifiers: str = ""            # F-curve modifiers act on the channels keyed, or their F-curves are muted (modifier_warning, muted_warning)
+    curve_warnings: str = ""       # F-curve modifiers act on the channels keyed, or their F-curves are muted (modifier_warning, muted_warning)
     world_misses: np.ndarray | None = None  # (G,) ``misses`` in world space: the distances the report gives
 
     @property
@@ -400,7 +400,7 @@ class PendingSolve:
         self.keyed: list[str] = []
         self.key_note = ""
         self.unkeyed = ""
-        self.modifiers = ""
+        self.curve_warnings = ""
         self.held_note = ""
         self.stretch_everywhere = ""
         self._saved_pose = _snapshot_pose(ob)
@@ -424,7 +424,7 @@ class PendingSolve:
         ``replace_only``. When a moved bone's rotation ends up with
         no key at the frame, ``unkeyed`` says which and why (the pose will not hold); when
         F-curve modifiers act on the channels keyed at the frame, or their F-curves are muted,
-        ``modifiers`` names them.
+        ``curve_warnings`` names them.
 
         A stretch (a moved bone's scale the solve changed) is the solve's, not the animator's:
         where its scale is keyed at the frame (not in Replace mode), the scale the bone had
@@ -451,7 +451,7 @@ class PendingSolve:
             self.keyed = list(moved)
         found = keys.acting_modifiers(ob, moved, self.frame, self.frame, self.root_bone, key_scale)
         muted = keys.muted_curves(ob, moved, self.root_bone, key_scale)
-        self.modifiers = " ".join(w for w in (modifier_warning(found) if found else "",
+        self.curve_warnings = " ".join(w for w in (modifier_warning(found) if found else "",
                                               muted_warning(muted) if muted else "") if w)
         unkeyed = keys.unkeyed_rotations(ob, moved, self.frame)
         if unkeyed:
@@ -512,7 +512,7 @@ class PendingSolve:
                           int(sol.iterations), bool(sol.reached), str(sol.stop_reason), list(self.keyed),
                           time.perf_counter() - self.t0, misses, self.settings.tolerance,
                           np.asarray(sol.orientation_residuals), scales=self.scales, key_note=self.key_note,
-                          world_misses=world_misses, unkeyed=self.unkeyed, modifiers=self.modifiers,
+                          world_misses=world_misses, unkeyed=self.unkeyed, curve_warnings=self.curve_warnings,
                           held_note=self.held_note, stretch_everywhere=self.stretch_everywhere)
         return res
 
