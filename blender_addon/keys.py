@@ -261,17 +261,17 @@ def unkeyed_scales(ob, names, frame) -> tuple[list[str], dict[str, list[float]]]
     """For the pose bones ``names`` of ``ob`` whose scale a solve at ``frame`` changed (a stretch),
     after keying: (the bones whose scale has an F-curve without a key at ``frame``: its keys take
     the stretch back at other frames; {bone: frames (scene time)} for the bones with a scale
-    channel that nothing animates (no F-curve, no driver), so the stretch holds at every frame,
-    and rotation keys at other frames: the frames whose pose that changes}."""
-    find = fcurve_finder(ob)
-    driven = driven_channels(ob)
+    channel that nothing animates (``ChannelAnimation``: no F-curve, NLA strip or driver), so the
+    stretch holds at every frame, and rotation keys at other frames: the frames whose pose that
+    changes}."""
+    animation = ChannelAnimation(ob)
+    find = animation.find
     at = action_time(ob, frame)
     not_held, everywhere = [], {}
     for name in names:
         path = ob.pose.bones[name].path_from_id("scale")
         curves = [find(path, c) if find is not None else None for c in range(3)]
-        free = [c for c in range(3) if curves[c] is None and c not in driven.get(path, ())]
-        if free:
+        if animation.still(path, 3):
             keyed = [f for f in rotation_key_frames(ob, name, find) if abs(f - at) > 1e-3]
             if keyed:
                 everywhere[name] = [action_time(ob, f, to_scene=True) for f in keyed]
@@ -303,26 +303,36 @@ def nla_paths(ad) -> set[str]:
     return {path for track in ad.nla_tracks for strip in track.strips for path in action_paths(strip.action)}
 
 
+class ChannelAnimation:
+    """What animates the channels of object ``ob``: an F-curve of its action (its slot's; muted or
+    not: the user's), an NLA strip's action animating the property, or a driver. A channel that
+    none of them animates holds its value on every frame."""
+
+    def __init__(self, ob):
+        self.find = fcurve_finder(ob)  # (None without an action)
+        self.driven = driven_channels(ob)
+        self.by_nla = nla_paths(ob.animation_data)
+
+    def still(self, path: str, size: int) -> list[int]:
+        """The array indices of property ``path`` (``size`` channels) that nothing animates."""
+        if path in self.by_nla:
+            return []
+        return [c for c in range(size) if c not in self.driven.get(path, ())
+                and (self.find is None or self.find(path, c) is None)]
+
+
 def still_rotation_channels(ob, names) -> dict[str, dict[int, float]]:
-    """The rotation channels of pose bones ``names`` of ``ob`` that nothing animates, with the
-    value each holds: {bone: {array index: value}}, in the property of the bone's rotation mode
-    (a bone without such a channel is left out). A channel is animated when the object's action
-    has an F-curve for it (its slot's; muted or not: the user's), an NLA strip's action animates
-    the property, or a driver sets it. Any other channel holds its value on every frame, so keys
-    of that value change no pose, anywhere."""
-    find = fcurve_finder(ob)
-    driven = driven_channels(ob)
-    by_nla = nla_paths(ob.animation_data)
+    """The rotation channels of pose bones ``names`` of ``ob`` that nothing animates
+    (``ChannelAnimation``), with the value each holds: {bone: {array index: value}}, in the
+    property of the bone's rotation mode (a bone without such a channel is left out). Keys of
+    that value change no pose, anywhere."""
+    animation = ChannelAnimation(ob)
     out = {}
     for name in names:
         pb = ob.pose.bones[name]
         prop = rotation_property(pb)
-        path = pb.path_from_id(prop)
-        if path in by_nla:
-            continue
         values = getattr(pb, prop)
-        still = {c: float(values[c]) for c in range(len(values))
-                 if c not in driven.get(path, ()) and (find is None or find(path, c) is None)}
+        still = {c: float(values[c]) for c in animation.still(pb.path_from_id(prop), len(values))}
         if still:
             out[name] = still
     return out

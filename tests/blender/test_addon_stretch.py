@@ -591,6 +591,27 @@ def test_an_unkeyed_stretch_that_holds_at_every_frame_is_named(how, capfd):
     assert all(R.fcurve(ob, f'pose.bones["{n}"].scale', c) is None for n in ("b0", "b1") for c in range(3))
 
 
+def test_a_stretch_on_a_scale_an_nla_strip_animates_is_not_said_to_hold_everywhere(capfd):
+    """The review's case: the bones' scale is animated by an NLA strip (no F-curve in the active
+    action): the strip sets it again at the next frame, so the stretch does not hold at every
+    frame and no warning says it does (one rule, ``keys.ChannelAnimation``, for both the scale
+    and Only Moved Bones off's rotations)."""
+    ob, con, t = _animator_keyed_chain()
+    ad = ob.animation_data
+    act = ad.action
+    ad.action = None
+    for pb in ob.pose.bones:
+        pb.keyframe_insert("scale", frame=1)
+    scales = ad.action
+    ad.action = act
+    strip = ad.nla_tracks.new().strips.new("Scales", 1, scales)
+    if hasattr(strip, "action_slot") and strip.action_slot is None and len(scales.slots):
+        strip.action_slot = scales.slots[0]
+    _solve_at(10, auto_keying=False)
+    out = capfd.readouterr().out
+    assert "holds at every frame" not in out, out
+
+
 def test_a_baked_stretch_leaves_the_keyed_poses_outside_the_range_as_they_were(capfd):
     """A bake keys the stretch on every frame of its range; with no scale F-curve before, the
     range's end values would hold up to the animator's keys outside it (measured: frame 40's elbow
