@@ -203,8 +203,8 @@ def scales_to_hold(ob, before, frame, last=None) -> dict[str, list[tuple[float, 
     animation outside the bone's rotation keys around it (call before keying it): for each pose
     bone of ``before`` ({bone: its scale (3,) before the solve}), the nearest frames before
     ``frame`` and after ``last`` at which its rotation has keys (action time), each with the
-    scale the bone had there: its scale F-curves evaluated there, else (no F-curve: the value
-    holds on every frame) its scale before the solve. ``key_held_scales`` keys them once the
+    scale the bone had there: the value its scale F-curves' keys give there (``keys_value``), else
+    (no F-curve: the value holds on every frame) its scale before the solve. ``key_held_scales`` keys them once the
     stretch is keyed. Bones without such frames are left out (a first rotation key holds on every
     frame, and so does the stretch, as Blender keys)."""
     find = fcurve_finder(ob)
@@ -221,9 +221,24 @@ def scales_to_hold(ob, before, frame, last=None) -> dict[str, list[tuple[float, 
             continue
         path = ob.pose.bones[name].path_from_id("scale")
         curves = [find(path, c) for c in range(3)]
-        out[name] = [(f, tuple(float(fc.evaluate(f)) if fc is not None else float(scale[c])
+        out[name] = [(f, tuple(keys_value(fc, f) if fc is not None else float(scale[c])
                                for c, fc in enumerate(curves))) for f in around]
     return out
+
+
+def keys_value(fc, frame) -> float:
+    """The value F-curve ``fc``'s keys give at ``frame`` (action time), without its modifiers
+    (each muted while it is read, then put back): a key of that value inserted there leaves the
+    frame as Blender showed it, the modifiers acting on it as before (``fc.evaluate`` would
+    give the modified value, which keyed under the same modifiers applies them twice)."""
+    mods = [m for m in fc.modifiers if not m.mute]
+    try:
+        for m in mods:
+            m.mute = True
+        return float(fc.evaluate(frame))
+    finally:
+        for m in mods:
+            m.mute = False
 
 
 def key_held_scales(ob, held, frame) -> dict[str, list[float]]:

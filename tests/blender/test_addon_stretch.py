@@ -550,6 +550,25 @@ def test_a_stretch_keyed_next_to_scale_keys_keys_only_the_missing_side(capfd):
     assert all((after[f] - before[f]).length < 1e-6 for f in (1, 20))
 
 
+def test_a_held_scale_under_an_fcurve_modifier_keeps_its_frame_as_it_was(capfd):
+    """The review's case: the scale F-curve carries a Noise modifier; the scale Sinew keys at the
+    rotation key after the stretch (frame 20) is the keys' own value there, so the Noise acts on
+    it once, as before, and frame 20 looks as it did (reading the curve with its modifier and
+    keying that under the same modifier applied the Noise twice)."""
+    ob, con, t = _animator_keyed_chain()
+    for pb in ob.pose.bones:
+        pb.keyframe_insert("scale", frame=1)
+    for c in range(3):
+        m = R.fcurve(ob, 'pose.bones["b0"].scale', c).modifiers.new('NOISE')
+        m.strength, m.scale = 0.2, 3.0
+    before = _elbows(ob, (1, 20))
+    _solve_at(10)
+    capfd.readouterr()
+    after = _elbows(ob, (1, 20))
+    assert all((after[f] - before[f]).length < 1e-6 for f in (1, 20)), (before, after)
+    assert all(not m.mute for c in range(3) for m in R.fcurve(ob, 'pose.bones["b0"].scale', c).modifiers)
+
+
 def test_a_first_stretch_key_holds_everywhere_as_a_first_rotation_key_does(capfd):
     """Bones without rotation keys elsewhere: the solve's rotation key holds at every frame (a
     first key, as Blender's auto-keying gives it), and so does its stretch; nothing more is keyed
