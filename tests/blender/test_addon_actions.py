@@ -205,21 +205,39 @@ def _tweaked(ob):
     return act, strip
 
 
+def _bake_refused_both_ways(ob, act, con, match=None, frame_start=1, frame_end=20, also=None):
+    """Bakes ``ob`` over the range with New Action on, then off: each is refused (a RuntimeError,
+    matching ``match`` when given) and leaves every action, ``act`` (the armature's action) and its
+    keys, the pose, the IK constraint ``con`` and the frame as they were (``also()``: more of the
+    same after each). Returns the two messages."""
+    scene = bpy.context.scene
+    frame = scene.frame_current
+    names = sorted(a.name for a in bpy.data.actions)
+    before, snap = R.action_snapshot(act), R.pose_snapshot(ob)
+    texts = []
+    for new_action in (True, False):
+        with pytest.raises(RuntimeError, match=match) as err:
+            bpy.ops.sinew.bake(frame_start=frame_start, frame_end=frame_end, new_action=new_action)
+        texts.append(str(err.value))
+        assert sorted(a.name for a in bpy.data.actions) == names and ob.animation_data.action == act
+        assert R.same_snapshot(R.action_snapshot(act), before) and not act.use_fake_user
+        assert R.pose_snapshot(ob) == snap and not con.mute and scene.frame_current == frame
+        if also is not None:
+            also()
+    return texts
+
+
 def test_bake_in_nla_tweak_mode_is_refused_and_leaves_nothing_behind():
     scene = bpy.context.scene
     ob, t, con = _ik_chain()
     act, strip = _tweaked(ob)
     scene.frame_set(7)
-    names = sorted(a.name for a in bpy.data.actions)
-    before, snap = R.action_snapshot(act), R.pose_snapshot(ob)
-    for new_action in (True, False):
-        with pytest.raises(RuntimeError, match=rf'"Chain" is in NLA tweak mode \(editing action "{act.name}" '
-                                               r'in an NLA strip\).*Leave tweak mode'):
-            bpy.ops.sinew.bake(frame_start=1, frame_end=20, new_action=new_action)
-        assert sorted(a.name for a in bpy.data.actions) == names
-        assert not act.use_fake_user and ob.animation_data.use_tweak_mode
-        assert R.same_snapshot(R.action_snapshot(act), before)
-        assert R.pose_snapshot(ob) == snap and not con.mute and scene.frame_current == 7
+
+    def still_tweaking():
+        assert ob.animation_data.use_tweak_mode
+
+    _bake_refused_both_ways(ob, act, con, rf'"Chain" is in NLA tweak mode \(editing action "{act.name}" in an NLA '
+                                          r'strip\).*Leave tweak mode', also=still_tweaking)
 
 
 # -- An action layered over NLA strips ------------------------------------------------------
@@ -254,15 +272,9 @@ def test_bake_into_an_action_blended_over_nla_strips_is_refused(blend, influence
     ob, t, con = _ik_chain()
     layer = _layered_over_nla(ob, blend, influence)
     scene.frame_set(4)
-    names = sorted(a.name for a in bpy.data.actions)
-    before, snap = R.action_snapshot(layer), R.pose_snapshot(ob)
-    for new_action in (True, False):
-        with pytest.raises(RuntimeError, match=rf'Armature "Chain": its action is layered over NLA strips \({cause}\).*'
-                                               r"set the action's Blending to Replace and its Influence to 1"):
-            bpy.ops.sinew.bake(frame_start=1, frame_end=10, new_action=new_action)
-        assert sorted(a.name for a in bpy.data.actions) == names and ob.animation_data.action == layer
-        assert R.same_snapshot(R.action_snapshot(layer), before) and not layer.use_fake_user
-        assert R.pose_snapshot(ob) == snap and not con.mute and scene.frame_current == 4
+    _bake_refused_both_ways(ob, layer, con, rf'Armature "Chain": its action is layered over NLA strips \({cause}\).*'
+                                            r"set the action's Blending to Replace and its Influence to 1",
+                            frame_end=10)
 
 
 @pytest.mark.parametrize("setup", ["replace", "add, NLA track muted", "add, NLA off"])
@@ -397,19 +409,15 @@ def test_bake_refuses_an_fcurve_modifier_that_acts_on_a_channel_it_keys(kind, se
     act = _fk_keys(ob)
     _modifiers_on(ob, "b02", kind, settings)
     scene.frame_set(4)
-    names = sorted(a.name for a in bpy.data.actions)
-    before, mods, snap = R.action_snapshot(act), _modifier_snapshot(act), R.pose_snapshot(ob)
-    for new_action in (True, False):
-        with pytest.raises(RuntimeError) as err:
-            bpy.ops.sinew.bake(frame_start=1, frame_end=20, new_action=new_action)
-        text = str(err.value)
+    mods = _modifier_snapshot(act)
+
+    def same_modifiers():
+        assert _modifier_snapshot(act) == mods
+
+    for text in _bake_refused_both_ways(ob, act, con, also=same_modifiers):
         assert f'bone "b02": {named} on rotation_quaternion W, X, Y, Z' in text, text
         assert "mute or remove the modifier" in text and "Bake Channels, with Bake Modifiers" in text, text
         assert "nothing was changed" in text, text
-        assert sorted(a.name for a in bpy.data.actions) == names and ob.animation_data.action == act
-        assert R.same_snapshot(R.action_snapshot(act), before) and _modifier_snapshot(act) == mods
-        assert not act.use_fake_user
-        assert R.pose_snapshot(ob) == snap and not con.mute and scene.frame_current == 4
 
 
 @pytest.mark.parametrize("kind, settings", [
@@ -453,17 +461,9 @@ def test_bake_refuses_a_muted_fcurve_of_a_channel_it_keys(muted):
         else:
             fc.group.mute = True
     scene.frame_set(4)
-    names = sorted(a.name for a in bpy.data.actions)
-    before, snap = R.action_snapshot(act), R.pose_snapshot(ob)
-    for new_action in (True, False):
-        with pytest.raises(RuntimeError) as err:
-            bpy.ops.sinew.bake(frame_start=1, frame_end=20, new_action=new_action)
-        text = str(err.value)
+    for text in _bake_refused_both_ways(ob, act, con):
         assert 'F-curves of channels the bake keys are muted (bone "b02": rotation_quaternion W, X, Y, Z)' in text, text
         assert "Unmute them" in text and "nothing was changed" in text, text
-        assert sorted(a.name for a in bpy.data.actions) == names and ob.animation_data.action == act
-        assert R.same_snapshot(R.action_snapshot(act), before)
-        assert R.pose_snapshot(ob) == snap and not con.mute and scene.frame_current == 4
     for fc in curves:
         fc.mute = False
         fc.group.mute = False
@@ -493,16 +493,9 @@ def test_bake_refuses_a_bone_whose_rotation_mode_is_keyed_to_change_over_the_ran
     act = ob.animation_data.action
     scene.frame_set(1)
     assert pb.rotation_mode == 'QUATERNION'
-    names = sorted(a.name for a in bpy.data.actions)
-    before, snap = R.action_snapshot(act), R.pose_snapshot(ob)
-    for new_action in (True, False):
-        with pytest.raises(RuntimeError, match=r'Bone "b02": its rotation mode is keyed \(F-curve rotation_mode\), and '
-                                               r'is XYZ Euler at frame 10 of the range, not Quaternion \(WXYZ\) as '
-                                               r"now.*nothing was changed"):
-            bpy.ops.sinew.bake(frame_start=1, frame_end=20, new_action=new_action)
-        assert sorted(a.name for a in bpy.data.actions) == names and ob.animation_data.action == act
-        assert R.same_snapshot(R.action_snapshot(act), before) and not act.use_fake_user
-        assert R.pose_snapshot(ob) == snap and not con.mute and scene.frame_current == 1
+    _bake_refused_both_ways(ob, act, con, r'Bone "b02": its rotation mode is keyed \(F-curve rotation_mode\), and is '
+                                          r'XYZ Euler at frame 10 of the range, not Quaternion \(WXYZ\) as now.*'
+                                          r"nothing was changed")
     scene.frame_set(12)
     assert bpy.ops.sinew.bake(frame_start=10, frame_end=20) == {'FINISHED'}
     for f in range(10, 21):
