@@ -1118,10 +1118,13 @@ sinew_status sinew_solver_info(const struct sinew_solver *solver,
                                struct sinew_solve_info *out_info);
 
 /**
- * Solves `frames` frames of an animation, each warm-started from the previous frame's solution
- * (frame 0 from the start pose, as in `sinew_solver_solve`), writing every frame's result into
- * caller-provided buffers. The solver keeps the last frame's solution. Quaternions are
- * sign-continuous from frame to frame, so they can be keyed directly.
+ * Solves `frames` frames of an animation, writing every frame's result into caller-provided
+ * buffers: with a reference pose (`sinew_problem_set_reference`, or one per frame), each frame
+ * exactly as `sinew_solver_solve` solves that frame alone from its reference, the frames side
+ * by side on up to as many threads as the machine has; without one, each warm-started from the
+ * previous frame's solution (frame 0 from the start pose), one after another (`sinew::solve_sequence`).
+ * The solver keeps the last frame's solution. Quaternions are sign-continuous from frame to
+ * frame, so they can be keyed directly.
  *
  * With N bones, G goals and F = `frames`, lengths counted in elements:
  * - `targets`: F·G·3 doubles, `targets[(f·G + g)·3 + k]` (`targets_len` must equal it);
@@ -1257,7 +1260,7 @@ sinew_status sinew_solver_solve_sequence_scaled(struct sinew_solver *solver,
  * - `root_translations`: NULL (length 0), or F·3 doubles, `[f·3 + c]`: frame f's root
  *   translation (rig space, as `start_root_translation`; in a DCC, the keyed root location).
  *   It is frame f's reference root translation, and with `SINEW_ROOT_PINNED` where the root
- *   stays that frame (the warm start's root is moved there). With NULL a pinned root stays at
+ *   stays that frame (the frame's start root is moved there). With NULL a pinned root stays at
  *   the start's throughout, as in `sinew_solver_solve_sequence_scaled`.
  * - `root_rests`: NULL (length 0), or F·R·16 doubles: frame f's rig-space rest matrix of each
  *   of the rig's R root bones (bones without a parent, in bone order), row-major as

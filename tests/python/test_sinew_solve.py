@@ -427,8 +427,8 @@ def test_sequence_follows_a_reference_per_frame():
 
 
 def test_sequence_pins_the_root_at_each_frame_s_translation():
-    # A keyed root that walks: one call, each frame solved as a warm-started solve with the
-    # pinned root (and the reference's root) at that frame's translation.
+    # A keyed root that walks: one call, each frame solved as a single solve from that frame's
+    # reference with the pinned root (and the reference's root) at that frame's translation.
     rig = chain(6)
     frames = 6
     roots = np.array([(1.0 * f, 0.0, 0.1 * f) for f in range(frames)])
@@ -439,12 +439,11 @@ def test_sequence_pins_the_root_at_each_frame_s_translation():
     seq = solver.solve_sequence(rig, goals, targets, references=references, root_translations=roots)
     assert seq.reached.all()
     np.testing.assert_array_equal(seq.root_translations, roots)
-    pose, by_frame = None, sinew.Solver(tolerance=1e-6)
+    by_frame = sinew.Solver(tolerance=1e-6)
     for f in range(frames):
-        sol = by_frame.solve(rig, [sinew.Goal("b5", targets[f, 0])], pose=pose, root_translation=roots[f],
+        sol = by_frame.solve(rig, [sinew.Goal("b5", targets[f, 0])], pose=references[f], root_translation=roots[f],
                              reference=references[f], reference_root_translation=roots[f])
-        np.testing.assert_allclose(seq.rotations[f], sol.rotations, atol=1e-12)
-        pose = sol.rotations
+        np.testing.assert_array_equal(seq.rotations[f], sol.rotations)
     # Without them the pinned root stays where the first frame has it: the walked-away targets
     # are missed.
     assert not solver.solve_sequence(rig, goals, targets, references=references).reached[-1]
@@ -458,7 +457,9 @@ def test_sequence_pins_the_root_at_each_frame_s_translation():
 
 def test_sequence_follows_the_root_bone_s_rest_per_frame():
     # An animated bone above the chain: its rest matrix per frame (root_rests), one call, each
-    # frame solved as on a rig built from that frame's rest matrices.
+    # frame solved as a single solve from its reference on the rig with its root moved there
+    # (Rig.set_root_rest): to the bit; and, to round-off, as on a rig built from that frame's
+    # rest matrices.
     rig = chain(5)
     frames = 6
     rests = rig.rest_matrices
@@ -475,13 +476,17 @@ def test_sequence_follows_the_root_bone_s_rest_per_frame():
     root_rests = np.array([[m @ rests[0]] for m in movers])
     seq = solver.solve_sequence(rig, goals, targets, references=references, root_rests=root_rests)
     assert seq.reached.all()
-    pose, by_frame = None, sinew.Solver(tolerance=1e-6)
+    by_frame = sinew.Solver(tolerance=1e-6)
     for f in range(frames):
-        sol = by_frame.solve(rigs[f], [sinew.Goal("b4", targets[f, 0], chain_length=4)], pose=pose, reference=references[f])
+        frame_goals = [sinew.Goal("b4", targets[f, 0], chain_length=4)]
+        moved = rig.copy()
+        moved.set_root_rest(0, root_rests[f, 0])
+        sol = by_frame.solve(moved, frame_goals, pose=references[f], reference=references[f])
+        np.testing.assert_array_equal(seq.rotations[f], sol.rotations)
         # (The rebuilt rig's rests relative to their parents differ from the moved rig's by
         # round-off.)
-        np.testing.assert_allclose(seq.rotations[f], sol.rotations, atol=1e-7)
-        pose = sol.rotations
+        rebuilt = by_frame.solve(rigs[f], frame_goals, pose=references[f], reference=references[f])
+        np.testing.assert_allclose(seq.rotations[f], rebuilt.rotations, atol=1e-7)
     assert not solver.solve_sequence(rig, goals, targets, references=references).reached[-1]
     with pytest.raises(sinew.ShapeError):
         solver.solve_sequence(rig, goals, targets, root_rests=root_rests[1:])
@@ -489,6 +494,13 @@ def test_sequence_follows_the_root_bone_s_rest_per_frame():
     skewed[2, 0, 0, 0] = 2.0
     with pytest.raises(sinew.RigError):
         solver.solve_sequence(rig, goals, targets, root_rests=skewed)
+    # Rig.set_root_rest refuses what the sequence refuses, and changes nothing then.
+    before = rig.rest_matrices
+    with pytest.raises(sinew.RigError):
+        rig.set_root_rest(0, skewed[2, 0])
+    with pytest.raises(sinew.RigError):
+        rig.set_root_rest("b1", root_rests[0, 0])
+    np.testing.assert_array_equal(rig.rest_matrices, before)
 
 
 def test_sequence_orientation_residuals_match_single_solves():

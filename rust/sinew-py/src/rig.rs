@@ -197,6 +197,23 @@ impl PyRig {
         }
     }
 
+    /// Moves root bone `bone` (one without a parent) to the armature-space rest `matrix` (4, 4),
+    /// carrying its descendants (`sinew::Rig::set_root_rest`); nothing changes on error.
+    fn set_root_rest(&self, bone: &Bound<'_, PyAny>, matrix: &Bound<'_, PyAny>) -> PyResult<()> {
+        let spec = BoneSpec::from_py(bone)?;
+        let (m, _) = read_f64(matrix, "matrix", &[Dim::Is(4), Dim::Is(4)])?;
+        let matrix = mat4s_rows(&m)[0];
+        guard_core(|| {
+            let mut slot = self.inner.write().unwrap_or_else(PoisonError::into_inner);
+            let i = spec.resolve(&slot)?;
+            // (Checked on a copy first, so that a bad matrix never clones the rig's storage.)
+            let mut moved = (**slot).clone();
+            moved.set_root_rest(i, &matrix)?;
+            *slot = Arc::new(moved);
+            Ok(())
+        })
+    }
+
     /// How readily the bone changes length, in [0, 1] (Blender's `ik_stretch`; 0 keeps it rigid).
     fn set_stretch(&self, bone: &Bound<'_, PyAny>, stretch: f64) -> PyResult<()> {
         self.update_limit(bone, |l| JointLimit { stretch, ..l })

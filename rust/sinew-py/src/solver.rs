@@ -207,7 +207,9 @@ impl PySolver {
         PySolution::new(py, &sol, n)
     }
 
-    /// Solves F frames, each warm-started from the previous one. Releases the GIL while solving.
+    /// Solves F frames (`sinew::solve_sequence`: with a reference, each as its single solve from
+    /// it, on several threads; without, each warm-started from the previous one). Releases the
+    /// GIL while solving.
     #[pyo3(signature = (rig, goals, targets, orientations = None, pole_targets = None, pose = None, root_translation = None, root = "pinned", reference = None, reference_root_translation = None, references = None, scales = None, reference_scales = None, root_translations = None, root_rests = None))]
     #[allow(clippy::too_many_arguments)]
     fn solve_sequence(

@@ -200,6 +200,13 @@ class Rig:
         ``ik_stiffness_x/y/z``): the damped-least-squares steps weight each local axis by
         ``1 - stiffness``; FABRIK's own steps use the largest."""
 
+    def set_root_rest(self, bone: _Bone, matrix: _ArrayLike) -> None:
+        """Moves root bone ``bone`` (one without a parent) to the armature-space rest ``matrix``
+        (4, 4, rows as Blender's ``Matrix``; rotation and translation only), carrying its
+        descendants, whose rests relative to their parents stay as they are: what a sequence's
+        ``root_rests`` does at each frame. Raises RigError for a bone with a parent or a matrix
+        that is not rigid; nothing changes then."""
+
     def set_stretch(self, bone: _Bone, stretch: float) -> None:
         """How readily the bone changes length, in [0, 1], as Blender's ``ik_stretch``: 0 (the
         default) keeps it rigid; above 0 a solve may scale it along its own Y (its length, and
@@ -545,8 +552,14 @@ class Solver:
         root_translations: _ArrayLike | None = None,
         root_rests: _ArrayLike | None = None,
     ) -> SequenceResult:
-        """Solves F frames, each warm-started from the previous frame's solution (frame 0 from
-        ``pose``), so rotations are sign-continuous frame to frame.
+        """Solves F frames; rotations are sign-continuous frame to frame.
+
+        With a reference (``reference`` or ``references``) each frame is solved exactly as
+        :meth:`solve` solves that frame alone from its reference (``pose`` = that frame's
+        reference): a bake's frame is the single solve of that frame. Those frames do not depend
+        on one another and are solved on up to as many threads as the machine has, the GIL
+        released. Without a reference each frame is warm-started from the previous frame's
+        solution (frame 0 from ``pose``): the least motion, one frame after another.
 
         Args:
             targets: (F, G, 3) per frame and goal target.
@@ -562,7 +575,7 @@ class Solver:
             root_translations: optional (F, 3): each frame's root translation (rig space, as
                 ``root_translation``; in a DCC, the keyed root location): the reference's root
                 translation at that frame, and with ``root="pinned"`` where the root stays that
-                frame (the warm start's root is moved there). Without it a pinned root stays at
+                frame (each frame's start root is moved there). Without it a pinned root stays at
                 ``root_translation`` throughout.
             root_rests: optional (F, R, 4, 4): each frame's armature-space rest matrix of the
                 rig's R root bones (those without a parent, in rig order; rows as the

@@ -25,6 +25,7 @@ mod nlp;
 mod prepare;
 mod reference;
 mod sdls;
+mod sequence;
 mod svd_dls;
 mod triangulation;
 
@@ -36,10 +37,11 @@ pub use jacobian_pinv::JacobianPinv;
 pub use jacobian_transpose::JacobianTranspose;
 pub use nlp::Nlp;
 pub use sdls::Sdls;
+pub use sequence::{FrameTargets, solve_sequence};
 pub use svd_dls::SvdDls;
 pub use triangulation::Triangulation;
 
-use glam::{DQuat, DVec3};
+use glam::DQuat;
 
 use crate::error::{Error, Result};
 use crate::pose::{Frames, Pose};
@@ -474,192 +476,4 @@ impl Method {
             Self::Nlp => Box::new(Nlp::new(settings)),
         })
     }
-}
-
-/// Per-frame inputs for [`solve_sequence`]: one entry per goal per frame.
-#[derive(Debug, Clone, Copy)]
-pub struct FrameTargets<'a> {
-    /// `targets[f * goals + g]`.
-    pub targets: &'a [DVec3],
-    /// Optional `orientations[f * goals + g]` (goals without orientation ignore theirs).
-    pub orientations: Option<&'a [DQuat]>,
-    /// Optional `poles[f * goals + g]` (goals without pole ignore theirs).
-    pub poles: Option<&'a [DVec3]>,
-    /// Optional per-frame reference poses: `references[f * bones + b]` is bone `b`'s rotation
-    /// in frame `f`'s reference ([`Problem::reference`]: in a DCC, the pose before IK at that
-    /// frame, its keyed animation). Without it every frame uses the problem's reference.
-    pub references: Option<&'a [DQuat]>,
-    /// Optional per-frame root translations (rig space, as [`Pose::root_translation`]):
-    /// `root_translations[f]` is frame `f`'s reference root translation (where there is a
-    /// reference: the problem's, or `references`) and, with [`crate::RootMode::Pinned`], where the
-    /// root stays that frame (in a DCC, a keyed root location the
-    /// IK must not move). Without it the root stays at the start's (pinned) and every frame uses
-    /// the problem's reference root translation.
-    pub root_translations: Option<&'a [DVec3]>,
-    /// Optional per-frame rest frames of the rig's root bones (those without a parent, in bone
-    /// order), as rig-space matrices ([`crate::Rig::set_root_rest`]): `root_rests[f * roots + r]`.
-    /// In a DCC, the animated bones above the IK chains at each frame; every other bone keeps its
-    /// rest relative to its parent. Without it the rig stays as the problem has it.
-    pub root_rests: Option<&'a [glam::DMat4]>,
-}
-
-/// Solves a whole range of frames, each warm-started from the previous frame's solution
-/// (the tracking case of §4.2), and calls `sink(frame, &solution)` for each.
-///
-/// Frame 0 starts from `start`. The bones of a chain with a pole that Blender's IK would keep
-/// (no other goal moves them) start every frame from that frame's reference (with
-/// `references`; else from `start`) instead, as Blender's IK starts every frame from the pose
-/// before IK: the pole's turn is measured on that pose (see [`crate::Pole`]), so their pose at a
-/// frame does not depend on the frames before, and matches Blender's for the same frame. Inputs are validated before any solve. Because every solver keeps
-/// each bone's quaternion in the hemisphere of the pose it started from, the sequence is
-/// sign-continuous frame to frame (and with `start`).
-///
-/// # Errors
-/// [`Error::ShapeMismatch`] when arrays do not match `frames × goals`, [`Error::BadGoal`] for a
-/// non-finite target, or the solver's error.
-pub fn solve_sequence(
-    solver: &mut dyn Solver,
-    problem: &Problem,
-    start: &Pose,
-    frames: usize,
-    inputs: FrameTargets<'_>,
-    mut sink: impl FnMut(usize, &Solution),
-) -> Result<()> {
-    let g = problem.goals().len();
-    let check = |what: &str, len: usize| {
-        if len == frames * g {
-            Ok(())
-        } else {
-            Err(Error::ShapeMismatch { what: what.into(), expected: frames * g, got: len })
-        }
-    };
-    check("targets (frames × goals)", inputs.targets.len())?;
-    if let Some(o) = inputs.orientations {
-        check("orientations (frames × goals)", o.len())?;
-    }
-    if let Some(p) = inputs.poles {
-        check("pole targets (frames × goals)", p.len())?;
-    }
-    let n = problem.rig().len();
-    if let Some(r) = inputs.references
-        && r.len() != frames * n
-    {
-        return Err(Error::ShapeMismatch { what: "reference rotations (frames × bones)".into(), expected: frames * n, got: r.len() });
-    }
-    let mut problem = problem.clone();
-    // Validate every input up front so a bad frame cannot leave a half-written result.
-    // (Orientations and poles of goals that have none are ignored, whatever they hold.)
-    let bad = |k: usize, what: String| Error::BadGoal { goal: k % g.max(1), reason: format!("{what} at frame {}", k / g.max(1)) };
-    if let Some((k, why)) = inputs.targets.iter().enumerate().find_map(|(k, &t)| crate::rig::coordinate_problem(t).map(|why| (k, why))) {
-        return Err(bad(k, format!("target {why}")));
-    }
-    let goals = problem.goals();
-    if let Some(o) = inputs.orientations
-        && let Some(k) = (0..o.len()).position(|k| goals[k % g].orientation.is_some() && (!o[k].is_finite() || o[k].length() < 1e-9))
-    {
-        return Err(bad(k, "orientation is not finite (or it has zero length)".into()));
-    }
-    if let Some(p) = inputs.poles
-        && let Some((k, why)) = (0..p.len()).filter(|&k| goals[k % g].pole.is_some()).find_map(|k| crate::rig::coordinate_problem(p[k]).map(|why| (k, why)))
-    {
-        return Err(bad(k, format!("pole target {why}")));
-    }
-    if let Some(t) = inputs.root_translations {
-        if t.len() != frames {
-            return Err(Error::ShapeMismatch { what: "root translations (frames)".into(), expected: frames, got: t.len() });
-        }
-        for (f, &v) in t.iter().enumerate() {
-            crate::rig::check_coordinate(v, || format!("root translation at frame {f}"))?;
-        }
-    }
-    let roots: Vec<usize> = problem.rig().roots().collect();
-    if let Some(m) = inputs.root_rests {
-        let expected = frames * roots.len();
-        if m.len() != expected {
-            return Err(Error::ShapeMismatch { what: "root rest matrices (frames × root bones)".into(), expected, got: m.len() });
-        }
-        // (Each checked on a copy of the rig, so that a bad frame is refused before any is solved.)
-        let mut rig = problem.rig().clone();
-        for (k, matrix) in m.iter().enumerate() {
-            let frame = k / roots.len();
-            rig.set_root_rest(roots[k % roots.len()], matrix).map_err(|e| match e {
-                Error::NonFinite { what } => Error::NonFinite { what: format!("{what} at frame {frame}") },
-                Error::TooLarge { what, value, bound } => Error::TooLarge { what: format!("{what} at frame {frame}"), value, bound },
-                Error::NotRigid { bone, deviation, .. } => Error::NotRigid { bone, deviation, frame: Some(frame) },
-                other => other,
-            })?;
-        }
-    }
-    if let Some(r) = inputs.references
-        && let Some(k) = r.iter().position(|q| !q.is_finite() || q.length() < 1e-9)
-    {
-        return Err(Error::NonFinite { what: format!("reference rotation of bone \"{}\" at frame {} (or it has zero length)", problem.rig().bone(k % n).name, k / n) });
-    }
-    // (Per-frame references give rotations; the root translation stays the problem reference's,
-    // or the start's.)
-    let mut reference = problem.reference().cloned().unwrap_or_else(|| Pose::new(vec![DQuat::IDENTITY; n], start.root_translation));
-    let mut pose = problem.checked_pose(start)?;
-    // Chains with a pole Blender keeps (no other goal moves their bones) start every frame from
-    // `start`, as Blender's IK starts every evaluation from the pose before IK: the pole turn is
-    // measured on that pose, so a frame's knee does not depend on the frame before.
-    let restart = problem.topology().blender_pole_bones(problem.goals());
-    let first = pose.clone();
-    let mut previous = vec![DQuat::IDENTITY; restart.len()];
-    for f in 0..frames {
-        for gi in 0..g {
-            let k = f * g + gi;
-            problem.set_target(gi, inputs.targets[k])?;
-            if let Some(o) = inputs.orientations
-                && problem.goals()[gi].orientation.is_some() {
-                    problem.set_orientation(gi, Some(o[k]))?;
-                }
-            if let Some(p) = inputs.poles
-                && problem.goals()[gi].pole.is_some() {
-                    problem.set_pole_target(gi, p[k])?;
-                }
-        }
-        if let Some(r) = inputs.references {
-            reference.rotations.copy_from_slice(&r[f * n..(f + 1) * n]);
-        }
-        if let Some(t) = inputs.root_translations {
-            reference.root_translation = t[f];
-        }
-        if let Some(m) = inputs.root_rests {
-            for (r, &b) in roots.iter().enumerate() {
-                problem.set_root_rest(b, &m[f * roots.len() + r])?;
-            }
-        }
-        // (A problem without a reference gets one only from per-frame references.)
-        if inputs.references.is_some() || (inputs.root_translations.is_some() && problem.reference().is_some()) {
-            problem.set_reference(Some(&reference))?;
-        }
-        // (With a reference per frame, the pose before IK at this frame: so a caller that solves
-        // a range in chunks, each started from the last answer, restarts them as one call does.)
-        let restart_from = if inputs.references.is_some() { problem.reference().unwrap_or(&first) } else { &first };
-        for (k, &b) in restart.iter().enumerate() {
-            previous[k] = pose.rotations[b];
-            pose.rotations[b] = restart_from.rotations[b];
-            if !pose.scales.is_empty() {
-                pose.scales[b] = first.scale(b);
-            }
-            if b == 0 {
-                pose.root_translation = first.root_translation;
-            }
-        }
-        if let Some(t) = inputs.root_translations
-            && problem.root() == crate::RootMode::Pinned
-        {
-            pose.root_translation = t[f];
-        }
-        let mut sol = solver.solve(&problem, &pose)?;
-        // Those bones stay sign-continuous with the frame before, not with `start`.
-        for (k, &b) in restart.iter().enumerate() {
-            if sol.pose.rotations[b].dot(previous[k]) < 0.0 {
-                sol.pose.rotations[b] = -sol.pose.rotations[b];
-            }
-        }
-        sink(f, &sol);
-        pose = sol.pose;
-    }
-    Ok(())
 }

@@ -1,0 +1,325 @@
+//! A range of frames in one call ([`solve_sequence`]): what a bake solves.
+//!
+//! - **With a reference pose** (the problem's, or one per frame: in a DCC the pose before IK at
+//!   that frame), each frame is solved on its own, from its reference, exactly as a solve of that
+//!   frame's problem alone ([`solve_frame`]): the natural-poses issue's rule that a bake's frame
+//!   is the pose a single solve of that frame gives, as Blender's IK starts every evaluation from
+//!   the pose before IK. The answer is a function of the frame alone, so the frames are solved
+//!   side by side on up to [`std::thread::available_parallelism`] threads, each with its own
+//!   solver of the same method and settings; the result does not depend on how many.
+//! - **Without one**, the answer is the least motion from the frame before (the tracking case of
+//!   the FABRIK report, §4.2): each frame is warm-started from the previous answer, one after
+//!   another.
+
+use std::ops::Range;
+
+use glam::{DMat4, DQuat, DVec3};
+
+use super::{Method, Solution, Solver};
+use crate::error::{Error, Result};
+use crate::pose::Pose;
+use crate::problem::{Problem, RootMode};
+
+/// Per-frame inputs for [`solve_sequence`]: one entry per goal per frame.
+#[derive(Debug, Clone, Copy)]
+pub struct FrameTargets<'a> {
+    /// `targets[f * goals + g]`.
+    pub targets: &'a [DVec3],
+    /// Optional `orientations[f * goals + g]` (goals without orientation ignore theirs).
+    pub orientations: Option<&'a [DQuat]>,
+    /// Optional `poles[f * goals + g]` (goals without pole ignore theirs).
+    pub poles: Option<&'a [DVec3]>,
+    /// Optional per-frame reference poses: `references[f * bones + b]` is bone `b`'s rotation
+    /// in frame `f`'s reference ([`Problem::reference`]: in a DCC, the pose before IK at that
+    /// frame, its keyed animation). Without it every frame uses the problem's reference.
+    pub references: Option<&'a [DQuat]>,
+    /// Optional per-frame root translations (rig space, as [`Pose::root_translation`]):
+    /// `root_translations[f]` is frame `f`'s reference root translation (where there is a
+    /// reference: the problem's, or `references`) and, with [`crate::RootMode::Pinned`], where the
+    /// root stays that frame (in a DCC, a keyed root location the
+    /// IK must not move). Without it the root stays at the start's (pinned) and every frame uses
+    /// the problem's reference root translation.
+    pub root_translations: Option<&'a [DVec3]>,
+    /// Optional per-frame rest frames of the rig's root bones (those without a parent, in bone
+    /// order), as rig-space matrices ([`crate::Rig::set_root_rest`]): `root_rests[f * roots + r]`.
+    /// In a DCC, the animated bones above the IK chains at each frame; every other bone keeps its
+    /// rest relative to its parent. Without it the rig stays as the problem has it.
+    pub root_rests: Option<&'a [DMat4]>,
+}
+
+/// The fewest frames a thread of [`solve_sequence`] is given: a thread costs tens of
+/// microseconds to start, a frame with a reference about as much or more.
+const FRAMES_PER_THREAD: usize = 8;
+
+/// Solves a whole range of frames and calls `sink(frame, &solution)` for each, in order.
+///
+/// - Where there is a reference (the problem's, or `references`), each frame is solved from
+///   that frame's reference as a single solve of it would be (module docs, [`solve_frame`]): its
+///   rotations (and lengths, where it has them) are the start, its root translation too with a
+///   free root; a pinned root stays at `root_translations[f]`, else at `start`'s. `start` gives
+///   only that, and the lengths where the reference has none. The frames are solved on several
+///   threads; a solver whose method is not one of [`Method::ALL`] solves them all itself.
+/// - Without one, frame 0 starts from `start` and every later frame from the frame before's
+///   answer (the least motion). The bones of a chain with a pole that Blender's IK would keep
+///   (no other goal moves them) start every frame from `start` instead, as Blender's IK starts
+///   every frame from the pose before IK: the pole's turn is measured on that pose (see
+///   [`crate::Pole`]).
+///
+/// Inputs are validated before any solve. Each bone's quaternion is kept in the hemisphere of
+/// the frame before's (frame 0: of `start`'s), so the sequence is sign-continuous.
+///
+/// # Errors
+/// [`Error::ShapeMismatch`] when arrays do not match `frames × goals`, [`Error::BadGoal`] for a
+/// non-finite target, or the solver's error (the frames before the one that failed are given
+/// to `sink` first).
+pub fn solve_sequence(
+    solver: &mut dyn Solver,
+    problem: &Problem,
+    start: &Pose,
+    frames: usize,
+    inputs: FrameTargets<'_>,
+    mut sink: impl FnMut(usize, &Solution),
+) -> Result<()> {
+    let roots = check_inputs(problem, frames, &inputs)?;
+    let start = problem.checked_pose(start)?;
+    let n = problem.rig().len();
+    let mut frame = FrameSetter {
+        problem: problem.clone(),
+        // (Per-frame references give rotations; the root translation stays the problem
+        // reference's, or the start's.)
+        reference: problem.reference().cloned().unwrap_or_else(|| Pose::new(vec![DQuat::IDENTITY; n], start.root_translation)),
+        inputs,
+        roots: &roots,
+    };
+    let mut previous = start.rotations.clone();
+    let mut give = |f: usize, mut sol: Solution| {
+        for (q, p) in sol.pose.rotations.iter_mut().zip(&previous) {
+            if q.dot(*p) < 0.0 {
+                *q = -*q;
+            }
+        }
+        sink(f, &sol);
+        previous.clone_from(&sol.pose.rotations);
+    };
+    if problem.reference().is_some() || inputs.references.is_some() {
+        let (solved, failed) = solve_apart(solver, &frame, &start, frames);
+        for (f, sol) in solved.into_iter().enumerate() {
+            give(f, sol);
+        }
+        return failed.map_or(Ok(()), Err);
+    }
+    // Without a reference: warm-started, one frame after another.
+    let restart = problem.topology().blender_pole_bones(problem.goals());
+    let mut pose = start.clone();
+    for f in 0..frames {
+        frame.set(f)?;
+        for &b in &restart {
+            pose.rotations[b] = start.rotations[b];
+            if !pose.scales.is_empty() {
+                pose.scales[b] = start.scale(b);
+            }
+            if b == 0 {
+                pose.root_translation = start.root_translation;
+            }
+        }
+        if let Some(t) = inputs.root_translations
+            && problem.root() == RootMode::Pinned
+        {
+            pose.root_translation = t[f];
+        }
+        let sol = solver.solve(&frame.problem, &pose)?;
+        pose.clone_from(&sol.pose);
+        give(f, sol);
+    }
+    Ok(())
+}
+
+/// Checks every input of a sequence before any frame is solved, so that a bad frame cannot
+/// leave a half-written result; returns the rig's root bones, in bone order.
+///
+/// # Errors
+/// As [`solve_sequence`].
+fn check_inputs(problem: &Problem, frames: usize, inputs: &FrameTargets<'_>) -> Result<Vec<usize>> {
+    let g = problem.goals().len();
+    let check = |what: &str, len: usize| {
+        if len == frames * g {
+            Ok(())
+        } else {
+            Err(Error::ShapeMismatch { what: what.into(), expected: frames * g, got: len })
+        }
+    };
+    check("targets (frames × goals)", inputs.targets.len())?;
+    if let Some(o) = inputs.orientations {
+        check("orientations (frames × goals)", o.len())?;
+    }
+    if let Some(p) = inputs.poles {
+        check("pole targets (frames × goals)", p.len())?;
+    }
+    let n = problem.rig().len();
+    if let Some(r) = inputs.references
+        && r.len() != frames * n
+    {
+        return Err(Error::ShapeMismatch { what: "reference rotations (frames × bones)".into(), expected: frames * n, got: r.len() });
+    }
+    // (Orientations and poles of goals that have none are ignored, whatever they hold.)
+    let bad = |k: usize, what: String| Error::BadGoal { goal: k % g.max(1), reason: format!("{what} at frame {}", k / g.max(1)) };
+    if let Some((k, why)) = inputs.targets.iter().enumerate().find_map(|(k, &t)| crate::rig::coordinate_problem(t).map(|why| (k, why))) {
+        return Err(bad(k, format!("target {why}")));
+    }
+    let goals = problem.goals();
+    if let Some(o) = inputs.orientations
+        && let Some(k) = (0..o.len()).position(|k| goals[k % g].orientation.is_some() && (!o[k].is_finite() || o[k].length() < 1e-9))
+    {
+        return Err(bad(k, "orientation is not finite (or it has zero length)".into()));
+    }
+    if let Some(p) = inputs.poles
+        && let Some((k, why)) = (0..p.len()).filter(|&k| goals[k % g].pole.is_some()).find_map(|k| crate::rig::coordinate_problem(p[k]).map(|why| (k, why)))
+    {
+        return Err(bad(k, format!("pole target {why}")));
+    }
+    if let Some(t) = inputs.root_translations {
+        if t.len() != frames {
+            return Err(Error::ShapeMismatch { what: "root translations (frames)".into(), expected: frames, got: t.len() });
+        }
+        for (f, &v) in t.iter().enumerate() {
+            crate::rig::check_coordinate(v, || format!("root translation at frame {f}"))?;
+        }
+    }
+    let roots: Vec<usize> = problem.rig().roots().collect();
+    if let Some(m) = inputs.root_rests {
+        let expected = frames * roots.len();
+        if m.len() != expected {
+            return Err(Error::ShapeMismatch { what: "root rest matrices (frames × root bones)".into(), expected, got: m.len() });
+        }
+        // (Each checked on a copy of the rig, so that a bad frame is refused before any is solved.)
+        let mut rig = problem.rig().clone();
+        for (k, matrix) in m.iter().enumerate() {
+            let frame = k / roots.len();
+            rig.set_root_rest(roots[k % roots.len()], matrix).map_err(|e| match e {
+                Error::NonFinite { what } => Error::NonFinite { what: format!("{what} at frame {frame}") },
+                Error::TooLarge { what, value, bound } => Error::TooLarge { what: format!("{what} at frame {frame}"), value, bound },
+                Error::NotRigid { bone, deviation, .. } => Error::NotRigid { bone, deviation, frame: Some(frame) },
+                other => other,
+            })?;
+        }
+    }
+    if let Some(r) = inputs.references
+        && let Some(k) = r.iter().position(|q| !q.is_finite() || q.length() < 1e-9)
+    {
+        return Err(Error::NonFinite { what: format!("reference rotation of bone \"{}\" at frame {} (or it has zero length)", problem.rig().bone(k % n).name, k / n) });
+    }
+    Ok(roots)
+}
+
+/// A frame of a sequence with a reference solved alone (see [`solve_sequence`]): `frame`'s
+/// problem started from its reference (as given, before the problem normalised it: a caller's
+/// single solve of the frame starts from the same numbers), at root translation
+/// `root_translation` where the root is pinned and that is given.
+///
+/// # Errors
+/// The solver's.
+fn solve_frame(solver: &mut dyn Solver, frame: &FrameSetter<'_, '_>, start: &Pose, root_translation: Option<DVec3>) -> Result<Solution> {
+    let reference = &frame.reference;
+    let root_translation = match frame.problem.root() {
+        RootMode::Pinned => root_translation.unwrap_or(start.root_translation),
+        RootMode::Free => reference.root_translation,
+    };
+    let scales = if reference.scales.is_empty() { start.scales.clone() } else { reference.scales.clone() };
+    let from = Pose { rotations: reference.rotations.clone(), root_translation, scales };
+    solver.solve(&frame.problem, &from)
+}
+
+/// Every frame of `frame`'s sequence solved alone ([`solve_frame`]), side by side: the answers
+/// of the frames up to the first that failed, and its error.
+fn solve_apart(solver: &mut dyn Solver, frame: &FrameSetter<'_, '_>, start: &Pose, frames: usize) -> (Vec<Solution>, Option<Error>) {
+    let run = |solver: &mut dyn Solver, range: Range<usize>| -> (Vec<Solution>, Option<Error>) {
+        let mut frame = frame.clone();
+        let mut solved = Vec::with_capacity(range.len());
+        for f in range {
+            let roots = frame.inputs.root_translations.map(|t| t[f]);
+            match frame.set(f).and_then(|()| solve_frame(solver, &frame, start, roots)) {
+                Ok(sol) => solved.push(sol),
+                Err(e) => return (solved, Some(e)),
+            }
+        }
+        (solved, None)
+    };
+    let wanted = std::thread::available_parallelism().map_or(1, std::num::NonZero::get).min(frames.div_ceil(FRAMES_PER_THREAD)).max(1);
+    // (A solver of one of the crate's methods is made again for each thread; any other solves
+    // every frame itself.)
+    let others: Vec<Box<dyn Solver>> =
+        (1..wanted).map_while(|_| Method::from_name(solver.name()).and_then(|m| m.solver(*solver.settings())).ok()).collect();
+    if others.is_empty() {
+        return run(solver, 0..frames);
+    }
+    let per = frames.div_ceil(others.len() + 1);
+    let range = |t: usize| (t * per).min(frames)..((t + 1) * per).min(frames);
+    let parts: Vec<(Vec<Solution>, Option<Error>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = others.into_iter().enumerate().map(|(t, mut s)| scope.spawn(move || run(s.as_mut(), range(t + 1)))).collect();
+        let mut parts = vec![run(solver, range(0))];
+        // (A panic in a thread is raised again here, in the caller's thread, where the C and
+        // Python boundaries catch it.)
+        parts.extend(handles.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))));
+        parts
+    });
+    let mut solved = Vec::with_capacity(frames);
+    for (part, failed) in parts {
+        solved.extend(part);
+        if failed.is_some() {
+            return (solved, failed);
+        }
+    }
+    (solved, None)
+}
+
+/// Sets a sequence's frame on its problem.
+#[derive(Clone)]
+struct FrameSetter<'a, 'b> {
+    /// The problem, with the frame last set.
+    problem: Problem,
+    /// Its reference as the frame last set has it.
+    reference: Pose,
+    inputs: FrameTargets<'a>,
+    /// The rig's root bones, in bone order.
+    roots: &'b [usize],
+}
+
+impl FrameSetter<'_, '_> {
+    /// Frame `f`'s targets, orientations, poles, root rests and reference (its rotations and
+    /// root translation, where the inputs have them) on `self.problem`.
+    fn set(&mut self, f: usize) -> Result<()> {
+        let (problem, inputs) = (&mut self.problem, &self.inputs);
+        let g = problem.goals().len();
+        for gi in 0..g {
+            let k = f * g + gi;
+            problem.set_target(gi, inputs.targets[k])?;
+            if let Some(o) = inputs.orientations
+                && problem.goals()[gi].orientation.is_some()
+            {
+                problem.set_orientation(gi, Some(o[k]))?;
+            }
+            if let Some(p) = inputs.poles
+                && problem.goals()[gi].pole.is_some()
+            {
+                problem.set_pole_target(gi, p[k])?;
+            }
+        }
+        let n = problem.rig().len();
+        if let Some(r) = inputs.references {
+            self.reference.rotations.copy_from_slice(&r[f * n..(f + 1) * n]);
+        }
+        if let Some(t) = inputs.root_translations {
+            self.reference.root_translation = t[f];
+        }
+        if let Some(m) = inputs.root_rests {
+            for (r, &b) in self.roots.iter().enumerate() {
+                problem.set_root_rest(b, &m[f * self.roots.len() + r])?;
+            }
+        }
+        // (A problem without a reference gets one only from per-frame references.)
+        if inputs.references.is_some() || (inputs.root_translations.is_some() && problem.reference().is_some()) {
+            problem.set_reference(Some(&self.reference))?;
+        }
+        Ok(())
+    }
+}
