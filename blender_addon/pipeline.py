@@ -1633,22 +1633,19 @@ class BakeJob:
         # (``root_rests``) where nothing else moves relative to its parent; else a rig a frame.
         root_rests = None
         per_frame = False
-        if not static_rest and np.any(np.abs(rests - rests[0]) > 1e-6):
+        # (Compared exactly: a frame's rig is the one Solve IK builds there, to the bit.)
+        if not static_rest and np.any(rests != rests[0]):
             root_rests = p.root_rests(rests)
             per_frame = root_rests is None
         if conn and np.any(np.abs(np.einsum("fci,ci->fc", conn_rot, conn_rot[0])) < 1.0 - 1e-12):
             per_frame = True
         # Pinned: the root sits at its keyed location each frame. Free: the keyed location is
         # each frame's reference root translation. The sequence takes one per frame.
-        moving_root = bool(p.root_bone and np.any(np.abs(root_loc - root_loc[0]) > 1e-7))
-        # A goal of another kind than position (rig_reader.KINDS) is solved frame by frame, each
-        # frame from its own keyed pose, as Solve IK solves it at that frame: a half-space already
-        # met keeps the pose a solve starts from (and a plane or line keeps the slide it led to),
-        # so warm-starting from the frame before would keep a foot lifted by a floor that has
-        # since dropped. Each frame also gets its own line direction or plane normal, which may
-        # turn with the target (a sequence takes one per goal).
-        restart = any(g.kind != "position" for g in p.goals)
-        if restart:
+        moving_root = bool(p.root_bone and np.any(root_loc != root_loc[0]))
+        # A goal of another kind than position (rig_reader.KINDS) is solved frame by frame: each
+        # frame gets its own line direction or plane normal, which may turn with the target (a
+        # sequence takes one per goal). (Every frame starts from its own keyed pose either way.)
+        if any(g.kind != "position" for g in p.goals):
             per_frame = True
         # A sequence takes one reference length per bone: lengths keyed to change over the range
         # (a stretch baked before) are solved frame by frame, each frame with its own.
@@ -1692,11 +1689,10 @@ class BakeJob:
                 for k in range(c0, c1):
                     if k and np.any(rests[k] != rests[k - 1]):
                         rig = p.make_rig(rests[k])
-                    if restart:
-                        pose, root = np.array(references[k]), np.array(root_loc[k])
-                        start_scales = None if ref_scales is None else np.array(ref_scales[k])
-                    elif pinned:
-                        root = root_loc[k]
+                    # Each frame from its own pose before IK, as Solve IK solves it there and as
+                    # the sequence solves its frames: a baked frame is Solve IK's answer there.
+                    pose, root = np.array(references[k]), np.array(root_loc[k])
+                    start_scales = None if ref_scales is None else np.array(ref_scales[k])
                     pose[conn] = conn_rot[k]
                     sol = solver.solve(rig, p.engine_goals(targets[k], orients[k], poles[k], vectors[k]), pose=pose,
                                             root_translation=root, root=self.settings.root,
@@ -1704,16 +1700,14 @@ class BakeJob:
                                             scales=start_scales,
                                             reference_scales=None if ref_scales is None else ref_scales[k])
                     rotations[k] = sol.rotations
-                    if restart and k:  # keys interpolate: each quaternion in the hemisphere of the frame before
+                    if k:  # keys interpolate: each quaternion in the hemisphere of the frame before
                         rotations[k][np.einsum("ni,ni->n", rotations[k], rotations[k - 1]) < 0.0] *= -1.0
                     root_t[k] = sol.root_translation
                     scales[k] = sol.scales
-                    start_scales = scales[k] if p.stretches else None
                     residuals[k] = sol.residuals
                     orientation_residuals[k] = sol.orientation_residuals
                     iterations[k] = sol.iterations
                     reached[k] = sol.reached
-                    pose, root = np.array(rotations[k]), np.array(root_t[k])
             pose, root = np.array(rotations[c1 - 1]), np.array(root_t[c1 - 1])
             start_scales = np.array(scales[c1 - 1]) if p.stretches else None
             yield 0.5 + 0.4 * c1 / nf
@@ -2169,9 +2163,11 @@ def problem_document(problem: rig_reader.RigProblem, targets, orients, poles, po
     reference pose, as ``solve_pose`` solves it; ``sinew.problem/2`` when a goal has a kind other
     than position (its ``kind`` and its vector from ``vectors`` (G, 3))."""
     bones = []
+    # (Armature-space rests, as the format has them: the engine rig's.)
+    matrices = np.asarray(problem.rig.rest_matrices, dtype=np.float64)
     for i, name in enumerate(problem.names):
         b = {"name": name, "parent": problem.names[problem.parents[i]] if problem.parents[i] >= 0 else None,
-             "matrix": [[float(v) for v in row] for row in problem.rest[i]], "length": float(problem.lengths[i])}
+             "matrix": [[float(v) for v in row] for row in matrices[i]], "length": float(problem.lengths[i])}
         if name in problem.limits:
             lim = problem.rig.limit(name)
             b["limit"] = _limit_json(lim)

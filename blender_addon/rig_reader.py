@@ -1106,35 +1106,43 @@ class RigProblem:
     # -- rest data --------------------------------------------------------------------------
 
     def rest_for(self, anchor_bones, moved_bones) -> np.ndarray:
-        """(N, 4, 4) engine rest matrices: anchors at their pose in ``anchor_bones`` (evaluated
-        pose bones), the other bones relative to their parents as in Blender's rest, with the
-        pose location of unconnected bones (other than the root) folded in from
-        ``moved_bones``."""
+        """(N, 4, 4) the engine's rest data (``make_rig`` builds a rig from it): each root bone's
+        armature-space rest matrix (an anchor at its pose in ``anchor_bones``, evaluated pose
+        bones), and every other bone's rest relative to its root's frame, as in Blender's rest,
+        with the pose location of unconnected bones (other than the root) folded in from
+        ``moved_bones``. The relative rests are read from the armature alone (not through the
+        anchors' pose), so they are the same numbers at every frame where nothing folded in
+        changes: a bake's sequence moves only the roots (``root_rests``), and its frames solve the
+        rig Solve IK solves at that frame, to the bit."""
         ob = self.ob
         bones = ob.data.bones
         out = np.zeros((len(self.names), 4, 4))
-        world = {}
+        world, relative, root_of = {}, {}, {}
         for i, name in enumerate(self.names):
             b = bones[name]
-            if name in self._anchor_set:
-                m = anchor_bones[name].matrix.normalized()  # rotation and translation only
-            else:
-                m = b.matrix_local
-                if b.parent is not None:
-                    m = world[b.parent.name] @ b.parent.matrix_local.inverted() @ m
-                    if not b.use_inherit_rotation:
-                        # Blender's hinge (Inherit Rotation off): the head follows the parent,
-                        # the orientation is the bone's rest orientation (check_relations allows
-                        # this on a chain's top bone only, where the parent's frame is fixed).
-                        m = Matrix.Translation(m.translation) @ b.matrix_local.to_3x3().to_4x4()
-                # The engine poses only bone 0's translation. Any other unconnected bone's pose
-                # location is an offset of its head in its rest frame: folded into its rest.
-                if name != self.root_bone and not b.use_connect:
-                    loc = moved_bones[name].location
-                    if loc.length_squared > 0.0:
-                        m = m @ Matrix.Translation(loc)
-            world[name] = m
-            out[i] = np.array(m)
+            if self.parents[i] < 0:
+                # A root: an anchor at its pose (rotation and translation only), else its rest.
+                m = anchor_bones[name].matrix.normalized() if name in self._anchor_set else b.matrix_local
+                world[name], relative[name], root_of[name] = m, Matrix.Identity(4), name
+                out[i] = np.array(m)
+                continue
+            step = b.parent.matrix_local.inverted() @ b.matrix_local
+            m, r = world[b.parent.name] @ step, relative[b.parent.name] @ step
+            root = root_of[name] = root_of[b.parent.name]
+            if not b.use_inherit_rotation:
+                # Blender's hinge (Inherit Rotation off): the head follows the parent, the
+                # orientation is the bone's rest orientation (check_relations allows this on a
+                # chain's top bone only, where the parent's frame is fixed).
+                m = Matrix.Translation(m.translation) @ b.matrix_local.to_3x3().to_4x4()
+                r = world[root].inverted() @ m
+            # The engine poses only bone 0's translation. Any other unconnected bone's pose
+            # location is an offset of its head in its rest frame: folded into its rest.
+            if name != self.root_bone and not b.use_connect:
+                loc = moved_bones[name].location
+                if loc.length_squared > 0.0:
+                    m, r = m @ Matrix.Translation(loc), r @ Matrix.Translation(loc)
+            world[name], relative[name] = m, r
+            out[i] = np.array(r)
         return out
 
     def anchor_scales(self, anchor_bones, frame=None) -> np.ndarray:
@@ -1206,26 +1214,31 @@ class RigProblem:
         armature space, for roots' scales (..., N)."""
         return np.asarray(distances, dtype=np.float64) * self.goal_scales(scales)
 
-    def root_rests(self, rests, tolerance=1e-6):
-        """For per-frame engine rest matrices ``rests`` (F, N, 4, 4) in which only the root
+    def root_rests(self, rests):
+        """For per-frame engine rests ``rests`` (F, N, 4, 4, ``rest_for``) in which only the root
         bones' frames move (animated bones above the chains): the roots' (F, R, 4, 4), which the
-        engine's sequence takes (``root_rests``); None where some other bone moves relative to its
-        parent (a keyed location folded into its rest), which needs a rig per frame."""
+        engine's sequence takes (``root_rests``); None where some other bone's rest relative to
+        its root changes (a keyed location folded into its rest), which needs a rig per frame."""
         rests = np.asarray(rests)
         roots = [i for i, q in enumerate(self.parents) if q < 0]
         others = [i for i, q in enumerate(self.parents) if q >= 0]
-        if others:
-            parents = [self.parents[i] for i in others]
-            relative = np.linalg.inv(rests[:, parents]) @ rests[:, others]
-            if np.any(np.abs(relative - relative[0]) > tolerance):
-                return None
+        if others and np.any(rests[:, others] != rests[0, others]):
+            return None
         return rests[:, roots]
 
     def make_rig(self, rest):
-        """A new engine rig with ``rest`` and this problem's limits."""
+        """A new engine rig with ``rest`` (``rest_for``) and this problem's limits: the bones
+        built with every root at the origin, then each root moved to its rest
+        (``Rig.set_root_rest``), exactly as a bake's sequence moves the roots at each frame."""
         sinew = engine()
+        rest = np.asarray(rest, dtype=np.float64)
+        roots = [i for i, q in enumerate(self.parents) if q < 0]
+        at_origin = rest.copy()
+        at_origin[roots] = np.eye(4)
         try:
-            rig = sinew.Rig(self.names, np.asarray(self.parents, dtype=np.int64), rest, self.lengths)
+            rig = sinew.Rig(self.names, np.asarray(self.parents, dtype=np.int64), at_origin, self.lengths)
+            for i in roots:
+                rig.set_root_rest(i, rest[i])
         except sinew.SinewError as ex:
             raise ReadError(f'Armature "{self.ob.name}": {ex}') from ex
         for name, lim in self.limits.items():

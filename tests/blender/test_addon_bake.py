@@ -533,6 +533,75 @@ def test_animated_ancestors_move_the_rig_s_roots_in_one_sequence(addon):
     assert not addon.pipeline.BakeJob(bpy.context, still, 1, 10, addon.pipeline.Settings()).run().per_frame
 
 
+def _solve_ik_inputs(addon, ob, frames):
+    """Per frame, what Solve IK's engine call takes there (``pipeline.read_solve_input``; nothing
+    is changed)."""
+    settings = addon.pipeline.Settings()
+    out = []
+    for f in frames:
+        bpy.context.scene.frame_set(f)
+        with bpy.context.temp_override(active_object=ob, object=ob, selected_objects=[ob]):
+            out.append(addon.pipeline.read_solve_input(bpy.context, ob, settings))
+    return out
+
+
+def _same_up_to_sign(a, b):
+    """Whether quaternion arrays ``a`` and ``b`` (..., 4) are equal to the bit, each up to sign."""
+    a, b = np.asarray(a), np.asarray(b)
+    return bool(np.all(np.all(a == b, axis=-1) | np.all(a == -b, axis=-1)))
+
+
+@pytest.mark.parametrize("path", ["sequence", "per_frame"])
+def test_a_baked_frame_is_solve_ik_s_answer_at_that_frame(addon, path):
+    """Every frame of a bake is the pose Solve IK gives at that frame, to the bit (the
+    natural-poses issue allows 1e-3 rad): a chain with cone limits under a turning ancestor
+    (the sequence moves the rig's root, ``root_rests``) or with a keyed location folded into a
+    rest (a rig per frame), keyed FK under the IK, and a target that leaves the chain's reach and
+    comes back. Each frame is solved from its own pose before IK: started from the frame
+    before's answer, as bakes were, frames after the excursion end elsewhere (checked here)."""
+    ob = R.make_chain(6, roll_step=0.2)
+    R.activate(ob)
+    for f, ang in ((1, 0.0), (40, 0.5)):
+        ob.pose.bones["b00"].rotation_quaternion = Quaternion((1, 0, 0), ang)
+        ob.pose.bones["b00"].keyframe_insert("rotation_quaternion", frame=f)
+    if path == "per_frame":
+        bpy.ops.object.mode_set(mode='EDIT')
+        ob.data.edit_bones["b02"].use_connect = False
+        bpy.ops.object.mode_set(mode='POSE')
+        for f, x in ((1, 0.0), (40, 0.05)):
+            ob.pose.bones["b02"].location = (x, 0.0, 0.0)
+            ob.pose.bones["b02"].keyframe_insert("location", frame=f)
+        bpy.ops.object.mode_set(mode='OBJECT')
+    for i, name in enumerate(("b01", "b02", "b03", "b04", "b05")):
+        pb = ob.pose.bones[name]
+        pb.use_ik_limit_x, pb.ik_min_x, pb.ik_max_x = True, -0.35, 0.45
+        pb.use_ik_limit_z, pb.ik_min_z, pb.ik_max_z = True, -0.4, 0.3
+        for f, ang in ((1, 0.05 * i), (40, -0.04 * i)):  # keyed FK under the IK
+            pb.rotation_quaternion = Quaternion((0, 0, 1), ang)
+            pb.keyframe_insert("rotation_quaternion", frame=f)
+    # Around the chain's reach, out of it on the middle frames, and back.
+    t = _animated_target("T", {f: _circle((0.0, 0.0, 3.2), 2.6 + (1.6 if 14 <= f <= 24 else 0.0), f, n=40, axis=(0, 2))
+                               for f in range(1, 41, 3)})
+    R.set_goal(ob, "b05", t, chain_length=5)
+    frames = list(range(1, 41))
+    inputs = _solve_ik_inputs(addon, ob, frames)
+    settings = addon.pipeline.Settings()
+    solver = settings.solver(inputs[0].length_scale)
+    single = np.array([inp.solve(solver, settings.root)[0].rotations for inp in inputs])
+    # Not vacuous: each frame started from the answer before ends elsewhere.
+    warm, previous = [], inputs[0].pose
+    for inp in inputs:
+        sol = solver.solve(inp.problem.rig, inp.engine_goals(), pose=previous, root_translation=inp.root_translation,
+                           root=settings.root, reference=inp.pose, reference_root_translation=inp.root_translation)
+        warm.append(np.array(sol.rotations))
+        previous = warm[-1]
+    apart = np.max(2.0 * np.arccos(np.clip(np.abs(np.einsum("fni,fni->fn", warm, single)), 0.0, 1.0)))
+    assert apart > 1e-2, apart
+    r = addon.pipeline.BakeJob(bpy.context, ob, 1, 40, settings).run()
+    assert r.per_frame == (path == "per_frame")
+    assert _same_up_to_sign(r.rotations, single)
+
+
 def test_a_walking_pinned_root_is_baked_in_one_sequence(addon):
     """A take whose root location is keyed and walks (the motion-capture case): one
     solve_sequence call for the range (not a solve per frame, which the engine's per-frame root

@@ -106,7 +106,7 @@ def test_bake_without_the_references_would_not_keep_the_keys(addon):
     job = addon.pipeline.BakeJob(bpy.context, ob, FRAMES[0], FRAMES[-1], addon.pipeline.Settings(tolerance=1e-5))
     r = job.run()
     p = job.problem
-    rig = p.make_rig(np.array([np.array(b.matrix_local) for b in ob.data.bones]))
+    rig = p.make_rig(p.rest_for(ob.pose.bones, ob.pose.bones))
     targets = np.zeros((len(FRAMES), 1, 3))
     for k, f in enumerate(FRAMES):
         bpy.context.scene.frame_set(f)
