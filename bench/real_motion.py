@@ -70,12 +70,12 @@ violation beyond 1e-3 rad; the largest per-frame turn of any bone (local rotatio
 motion's own; "pops": frames where some bone turns more than the clip's own largest per-frame
 turn + 0.01 rad; ms per frame of solving (Blender: stepping with the constraints on minus muted,
 best of 2; Sinew: the bake's engine time, `BakeResult.solve_seconds`, as bench/blender_bake.py).
-Warm start (Sinew, the first of its bakes): before baking, the add-on exports each frame's problem
-as Solve IK would solve it there (`pipeline.export_problem`: the pose before IK as start and
-reference); each is solved on its own, and the frames where some bone of the bake's answer
-(warm-started from the frame before) differs from that solve by more than 1e-3 rad (the
-natural-poses issue's bound) are counted, with those beyond 1e-2 rad and the largest difference.
-Round-off (the same exported problems): each solved again with every target moved by 1e-12 m in
+Bake against Solve IK (Sinew, the first of its bakes): before baking, each frame is read as Solve
+IK reads it there (`pipeline.read_solve_input`: the pose before IK as start and reference) and
+solved on its own with the engine call Solve IK makes; the frames where some bone of the bake's
+answer differs from that solve by more than 1e-3 rad (the natural-poses issue's bound) are
+counted, with those beyond 1e-2 rad and the largest difference.
+Round-off (the same single solves): each solved again with every target moved by 1e-12 m in
 three random directions (seeded), and the frames where some bone moves by more than 1e-6 rad
 counted (the issue's continuity bound), with the largest move.
 
@@ -168,6 +168,9 @@ def parse_args():
                     help="only render the truth of a few frames per clip to DIR (Workbench PNG) and stop")
     ap.add_argument("--render-frames", default="0.2,0.5,0.8", help="fractions of each clip to render")
     ap.add_argument("--no-write", action="store_true", help="print only; do not write bench/results")
+    ap.add_argument("--save-problems", default=None, metavar="DIR",
+                    help="also write each frame's exported single-solve problem (sinew.problem/1) and the bake's "
+                         "answer to DIR/<clip>_<variant>.json, for replaying the solves outside Blender")
     args = ap.parse_args()
     for c in args.clips.split(","):
         if c not in CLIPS:
@@ -654,14 +657,17 @@ def run_blender(truth, frames, variant, solver, repeat):
 
 
 def cold_problems(ob, frames, addon):
-    """Per frame, before the bake: the problem Solve IK would solve there (the pose before IK as
-    both start and reference), as the add-on exports it (``sinew.problem/1`` text)."""
-    docs = []
+    """Per frame, before the bake: what Solve IK would solve there (the pose before IK as both
+    start and reference), read as Solve IK reads it (``pipeline.read_solve_input``), and as the
+    add-on exports it (``sinew.problem/1`` text, for ``--save-problems``)."""
+    inputs, docs = [], []
+    settings = addon.pipeline.Settings()
     for f in frames:
         bpy.context.scene.frame_set(int(f))
         with bpy.context.temp_override(active_object=ob, object=ob, selected_objects=[ob]):
-            docs.append(json.dumps(addon.pipeline.export_problem(bpy.context, ob, addon.pipeline.Settings())))
-    return docs
+            inputs.append(addon.pipeline.read_solve_input(bpy.context, ob, settings))
+            docs.append(json.dumps(addon.pipeline.export_problem(bpy.context, ob, settings)))
+    return inputs, docs
 
 
 def largest_angle(a, b):
@@ -670,39 +676,33 @@ def largest_angle(a, b):
     return float(np.max(2.0 * np.arccos(np.clip(dots, 0.0, 1.0))))
 
 
-def warm_vs_cold(docs, rotations):
-    """Per frame, the largest angle (rad) between a bone of the bake's answer (warm-started from
-    the frame before; ``rotations`` (F, N, 4) in rig order) and the same bone of a solve of that
-    frame alone from its reference (``docs``, :func:`cold_problems`); and the largest angle that
-    solve moves by when every target moves by ``ROUND_OFF_MOVE`` (in ``ROUND_OFF_TRIES`` random
-    directions, the same on every run)."""
-    import sinew
+def warm_vs_cold(inputs, rotations, addon):
+    """Per frame, the largest angle (rad) between a bone of the bake's answer (``rotations``
+    (F, N, 4) in rig order) and the same bone of Solve IK's solve of that frame alone
+    (``inputs``, :func:`cold_problems`: the same engine call Solve IK makes); and the largest
+    angle that solve moves by when every target moves by ``ROUND_OFF_MOVE`` (in
+    ``ROUND_OFF_TRIES`` random directions, the same on every run)."""
     rng = np.random.default_rng(12)
-    apart, moved = np.zeros(len(docs)), np.zeros(len(docs))
-    for k, text in enumerate(docs):
-        rig, goals, solver, pose, root_t, root = sinew.load_problem(text)
-
-        def solve():
-            return solver.solve(rig, goals, pose=pose, root_translation=root_t, root=root,
-                                reference=pose, reference_root_translation=root_t).rotations
-
-        cold = solve()
+    settings = addon.pipeline.Settings()
+    apart, moved = np.zeros(len(inputs)), np.zeros(len(inputs))
+    for k, inp in enumerate(inputs):
+        solver = settings.solver(inp.length_scale)
+        goals = inp.engine_goals()
+        cold = np.asarray(inp.solve(solver, settings.root, goals)[0].rotations)
         apart[k] = largest_angle(cold, rotations[k])
         targets = [np.asarray(g.target, dtype=float) for g in goals]
         for _ in range(ROUND_OFF_TRIES):
             for g, t in zip(goals, targets):
                 d = rng.normal(size=3)
                 g.target = t + ROUND_OFF_MOVE * d / np.linalg.norm(d)
-            moved[k] = max(moved[k], largest_angle(solve(), cold))
-        for g, t in zip(goals, targets):
-            g.target = t
+            moved[k] = max(moved[k], largest_angle(inp.solve(solver, settings.root, goals)[0].rotations, cold))
     return apart, moved
 
 
-def run_sinew(truth, frames, variant, addon, check_cold=False):
+def run_sinew(truth, frames, variant, addon, check_cold=False, save=None):
     ob = build_scene(truth, frames, variant)
     activate(ob)
-    docs = cold_problems(ob, frames, addon) if check_cold else None
+    inputs, docs = cold_problems(ob, frames, addon) if check_cold else (None, None)
     jobs = []
     orig = addon.pipeline.BakeJob
 
@@ -724,8 +724,10 @@ def run_sinew(truth, frames, variant, addon, check_cold=False):
     muted = [c.name for c in ik_constraints(ob) if c.mute]
     poses = read_poses(ob, frames)
     cold = {}
-    if docs is not None:
-        d, moved = warm_vs_cold(docs, np.asarray(r.rotations))
+    if inputs is not None:
+        d, moved = warm_vs_cold(inputs, np.asarray(r.rotations), addon)
+        if save is not None:
+            save.write_text(json.dumps({"problems": docs, "bake_rotations": np.asarray(r.rotations).tolist()}))
         cold = {"warm_cold_max_rad": float(np.max(d)), "warm_cold_frames": int(np.count_nonzero(d > WARM_COLD)),
                 "warm_cold_frames_1e2": int(np.count_nonzero(d > 10 * WARM_COLD)),
                 "warm_cold_median_rad": float(np.median(d)),
@@ -910,8 +912,8 @@ def report(results, meta):
         if "sinew" in meta["solvers"]:
             a = aggregate([results[c][variant]["sinew"] for c in meta["clips"]])
             if "warm_cold_frames" in a:
-                lines += [f"Warm start against a solve of each frame alone from its reference (Solve IK's "
-                          f"problem at that frame, exported by the add-on): {a['warm_cold_frames']} of {a['frames']} "
+                lines += [f"The bake against a solve of each frame alone from its reference (Solve IK's "
+                          f"engine call at that frame): {a['warm_cold_frames']} of {a['frames']} "
                           f"frames differ by more than {WARM_COLD:g} rad in some bone "
                           f"({a['warm_cold_frames_1e2']} by more than {10 * WARM_COLD:g} rad); the largest difference is "
                           f"{a['warm_cold_max_rad']:.3f} rad. Every target of a frame moved by "
@@ -1010,7 +1012,8 @@ def main():
             for solver in solvers:
                 t0 = time.perf_counter()
                 if solver == "sinew":
-                    poses, timing = run_sinew(truth, frames, variant, addon, check_cold=True)
+                    save = Path(args.save_problems) / f"{name}_{variant}.json" if args.save_problems else None
+                    poses, timing = run_sinew(truth, frames, variant, addon, check_cold=True, save=save)
                     runs = [timing["solve_s"]]
                     for _ in range(args.repeat - 1):
                         runs.append(run_sinew(truth, frames, variant, addon)[1]["solve_s"])
