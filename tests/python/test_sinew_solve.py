@@ -609,3 +609,45 @@ def test_goal_errors_measure_a_given_pose_as_the_solver_does():
         assert a == pytest.approx(sol.orientation_residuals[0], abs=1e-12), goal
     with pytest.raises(sinew.GoalError, match="finite and nonzero"):
         sinew.Goal(0, (0, 0, 0), kind="plane", normal=(0, 0, 0)).errors((0, 0, 0), (1, 0, 0, 0), (0, 1, 0))
+
+
+_THREADED_SEQUENCE = """
+import sys
+import numpy as np
+sys.path[:0] = sys.argv[1:]
+import test_sinew_solve as t
+rig = t.chain(8)
+rig.set_cone_limit("b3", 0.3, 0.3, 0.3, 0.3)
+frames = 48
+references = np.array([t._bent(8, 0.05 * f) for f in range(frames)])
+phase = np.linspace(0.0, 2.0 * np.pi, frames)
+targets = np.array([[t.effector(rig, references[f]) + 0.8 * np.array([np.sin(p), 0.0, 1.0 - np.cos(p)])]
+                    for f, p in enumerate(phase)])
+seq = t.sinew.Solver().solve_sequence(rig, [t.sinew.Goal("b7", targets[0, 0])], targets, references=references)
+sys.stdout.write(np.asarray(seq.rotations, dtype=np.float64).tobytes().hex())
+"""
+
+
+@pytest.mark.parametrize("threads", ["1", "3"])
+def test_sequence_answers_do_not_depend_on_threads(threads):
+    # A sequence with a reference solves its frames side by side; SINEW_THREADS caps the threads
+    # (1: the calling thread alone) and changes no answer, to the bit.
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    here = str(Path(__file__).resolve().parent)
+    paths = [here, *[p for p in sys.path if p]]
+
+    def run(env_threads):
+        env = {k: v for k, v in os.environ.items() if k != "SINEW_THREADS"}
+        if env_threads is not None:
+            env["SINEW_THREADS"] = env_threads
+        out = subprocess.run([sys.executable, "-c", _THREADED_SEQUENCE, *paths], env=env, check=True,
+                             capture_output=True, text=True)
+        return out.stdout
+
+    machine = run(None)
+    assert len(machine) > 0
+    assert run(threads) == machine

@@ -557,8 +557,8 @@ class Solver:
         With a reference (``reference`` or ``references``) each frame is solved exactly as
         :meth:`solve` solves that frame alone from its reference (``pose`` = that frame's
         reference): a bake's frame is the single solve of that frame. Those frames do not depend
-        on one another and are solved on up to as many threads as the machine has, the GIL
-        released. Without a reference each frame is warm-started from the previous frame's
+        on one another and are solved on up to as many threads as the machine has (the
+        environment variable ``SINEW_THREADS`` caps them), the GIL released. Without a reference each frame is warm-started from the previous frame's
         solution (frame 0 from ``pose``): the least motion, one frame after another.
 
         Args:

@@ -5,8 +5,9 @@
 //!   frame's problem alone ([`solve_frame`]): the natural-poses issue's rule that a bake's frame
 //!   is the pose a single solve of that frame gives, as Blender's IK starts every evaluation from
 //!   the pose before IK. The answer is a function of the frame alone, so the frames are solved
-//!   side by side on up to [`std::thread::available_parallelism`] threads, each with its own
-//!   solver of the same method and settings; the result does not depend on how many.
+//!   side by side on up to [`std::thread::available_parallelism`] threads (`SINEW_THREADS` caps
+//!   them), each with its own solver of the same method and settings; the result does not depend
+//!   on how many.
 //! - **Without one**, the answer is the least motion from the frame before (the tracking case of
 //!   the FABRIK report, §4.2): each frame is warm-started from the previous answer, one after
 //!   another.
@@ -244,7 +245,7 @@ fn solve_apart(solver: &mut dyn Solver, frame: &FrameSetter<'_, '_>, start: &Pos
         }
         (solved, None)
     };
-    let wanted = std::thread::available_parallelism().map_or(1, std::num::NonZero::get).min(frames.div_ceil(FRAMES_PER_THREAD)).max(1);
+    let wanted = thread_cap().min(frames.div_ceil(FRAMES_PER_THREAD)).max(1);
     // (A solver of one of the crate's methods is made again for each thread; any other solves
     // every frame itself.)
     let others: Vec<Box<dyn Solver>> =
@@ -270,6 +271,14 @@ fn solve_apart(solver: &mut dyn Solver, frame: &FrameSetter<'_, '_>, start: &Pos
         }
     }
     (solved, None)
+}
+
+/// The most threads [`solve_sequence`] uses: the `SINEW_THREADS` environment variable where it
+/// is a positive integer (a host that keeps its cores for itself sets it, 1 for none but the
+/// caller's), else [`std::thread::available_parallelism`] (the cores the process may run on).
+fn thread_cap() -> usize {
+    let machine = || std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    std::env::var("SINEW_THREADS").ok().and_then(|v| v.trim().parse::<usize>().ok()).filter(|&n| n > 0).unwrap_or_else(machine)
 }
 
 /// Sets a sequence's frame on its problem.
