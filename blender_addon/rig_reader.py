@@ -1113,7 +1113,9 @@ class RigProblem:
         ``moved_bones``. The relative rests are read from the armature alone (not through the
         anchors' pose), so they are the same numbers at every frame where nothing folded in
         changes: a bake's sequence moves only the roots (``root_rests``), and its frames solve the
-        rig Solve IK solves at that frame, to the bit."""
+        rig Solve IK solves at that frame, to the bit. (A bone with Inherit Rotation off keeps its
+        rest orientation in armature space, so its relative rest follows the anchor's pose: a
+        bake solves such a rig frame by frame, as it does a folded location that changes.)"""
         ob = self.ob
         bones = ob.data.bones
         out = np.zeros((len(self.names), 4, 4))
@@ -1121,8 +1123,16 @@ class RigProblem:
         for i, name in enumerate(self.names):
             b = bones[name]
             if self.parents[i] < 0:
-                # A root: an anchor at its pose (rotation and translation only), else its rest.
-                m = anchor_bones[name].matrix.normalized() if name in self._anchor_set else b.matrix_local
+                # A root: an anchor at its pose (rotation and translation only), else its rest,
+                # with its pose location folded in unless it is bone 0 (whose translation the
+                # engine poses).
+                if name in self._anchor_set:
+                    m = anchor_bones[name].matrix.normalized()
+                else:
+                    m = b.matrix_local
+                    loc = moved_bones[name].location
+                    if name != self.root_bone and loc.length_squared > 0.0:
+                        m = m @ Matrix.Translation(loc)
                 world[name], relative[name], root_of[name] = m, Matrix.Identity(4), name
                 out[i] = np.array(m)
                 continue

@@ -419,3 +419,37 @@ def test_sinew_goal_on_the_head_leaves_the_effector_bone_alone():
     R.activate(ob)
     bpy.ops.sinew.solve()
     assert R.evaluated_locals(ob)["b03"].angle < 1e-6
+
+
+def test_a_second_top_level_chain_keeps_its_pose_location(addon):
+    """Two parentless chains in one armature: the engine poses only the first root's location,
+    and the second root's pose location (here keyed away from its rest) is folded into its rest,
+    so Solve IK and a bake reach its target where Blender shows the chain."""
+    ob = R._new_armature("TwoRoots")
+    bpy.ops.object.mode_set(mode='EDIT')
+    for prefix, x in (("A", 0.0), ("B", 1.0)):
+        prev = None
+        for i in range(2):
+            eb = ob.data.edit_bones.new(f"{prefix}{i}")
+            eb.head, eb.tail = (x, 0.0, 0.5 * i), (x, 0.0, 0.5 * (i + 1))
+            if prev is not None:
+                eb.parent, eb.use_connect = prev, True
+            prev = eb
+    bpy.ops.object.mode_set(mode='OBJECT')
+    for f in (1, 10):
+        ob.pose.bones["B0"].location = (0.3, 0.0, 0.0)
+        ob.pose.bones["B0"].keyframe_insert("location", frame=f)
+    ta = R.add_empty("TA", (0.3, 0.0, 0.9))
+    tb = R.add_empty("TB", (1.3, 0.5, 0.8))  # beyond B's reach from its rest head, within it from the moved one
+    R.set_goal(ob, "A1", ta, chain_length=2)
+    R.set_goal(ob, "B1", tb, chain_length=2)
+    R.activate(ob)
+    bpy.context.scene.frame_set(5)
+    assert bpy.ops.sinew.solve(use_keyframes=False) == {'FINISHED'}
+    assert (R.world_tail(ob, "A1") - R.world_location(ta)).length < TOL
+    assert (R.world_tail(ob, "B1") - R.world_location(tb)).length < TOL
+    r = addon.pipeline.BakeJob(bpy.context, ob, 1, 10, addon.pipeline.Settings()).run()
+    assert r.reached.all()
+    for f in (1, 10):
+        bpy.context.scene.frame_set(f)
+        assert (R.world_tail(ob, "B1") - R.world_location(tb)).length < TOL, f

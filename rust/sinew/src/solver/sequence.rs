@@ -59,7 +59,10 @@ const FRAMES_PER_THREAD: usize = 8;
 ///   rotations (and lengths, where it has them) are the start, its root translation too with a
 ///   free root; a pinned root stays at `root_translations[f]`, else at `start`'s. `start` gives
 ///   only that, and the lengths where the reference has none. The frames are solved on several
-///   threads; a solver whose method is not one of [`Method::ALL`] solves them all itself.
+///   threads (`SINEW_THREADS` caps them), the other threads' solvers made by
+///   [`Method::from_name`] of `solver`'s [`Solver::name`] with its settings: a solver of one's
+///   own that takes a built-in method's name is taken to be that method; any other solves every
+///   frame itself.
 /// - Without one, frame 0 starts from `start` and every later frame from the frame before's
 ///   answer (the least motion). The bones of a chain with a pole that Blender's IK would keep
 ///   (no other goal moves them) start every frame from `start` instead, as Blender's IK starts
