@@ -241,6 +241,44 @@ fn a_sequence_s_frames_are_the_single_solves_from_their_references() {
     }
 }
 
+/// A long sequence with one reference for every frame is solved in blocks of frames (so it holds
+/// one block's answers at a time): across the blocks' seams every frame is still its single solve
+/// from the reference, to the bit, handed to the sink once and in order.
+#[test]
+fn a_long_sequence_is_every_frame_s_single_solve_across_blocks() {
+    let bones: Vec<Bone> = (0..4usize)
+        .map(|i| Bone {
+            name: format!("b{i}"),
+            parent: i.checked_sub(1),
+            rest_head: if i == 0 { DVec3::ZERO } else { DVec3::Y },
+            rest_rotation: DQuat::IDENTITY,
+            length: 1.0,
+            limit: JointLimit::FREE,
+        })
+        .collect();
+    let rig = Rig::new(bones).unwrap();
+    let reference = Pose { rotations: (0..4).map(|i| DQuat::from_rotation_z(0.1 * i as f64)).collect(), root_translation: DVec3::ZERO, scales: Vec::new() };
+    let problem = with_reference(Problem::new(rig, vec![Goal::new(3, DVec3::new(1.0, 2.5, 0.0))], RootMode::Pinned).unwrap(), Some(reference.clone()));
+    let frames = 1300;
+    let targets: Vec<DVec3> = (0..frames).map(|f| DVec3::new(1.5 * (0.01 * f as f64).cos(), 2.5, 1.5 * (0.01 * f as f64).sin())).collect();
+    let mut solver = Method::Fabrik.solver(SolveSettings::default()).unwrap();
+    let mut seen = Vec::new();
+    let mut sequence = Vec::new();
+    let inputs = sinew::FrameTargets { targets: &targets, orientations: None, poles: None, references: None, root_translations: None, root_rests: None };
+    solve_sequence(solver.as_mut(), &problem, &reference, frames, inputs, |f, s| {
+        seen.push(f);
+        sequence.push(s.pose.clone());
+    })
+    .unwrap();
+    assert_eq!(seen, (0..frames).collect::<Vec<_>>());
+    let mut single = Method::Fabrik.solver(SolveSettings::default()).unwrap();
+    for (f, pose) in sequence.iter().enumerate() {
+        let mut p = problem.clone();
+        set_targets(&mut p, &targets[f..=f]);
+        assert!(same_rotations(pose, &single.solve(&p, &reference).unwrap().pose), "frame {f}");
+    }
+}
+
 /// A sequence given a root translation per frame (a keyed root that walks, pinned) solves each
 /// frame as a single solve from that frame's reference with the root moved there and the
 /// reference's root there: one call for a whole take, where a caller had to solve frame by frame before. Without

@@ -52,6 +52,11 @@ pub struct FrameTargets<'a> {
 /// microseconds to start, a frame with a reference about as much or more.
 const FRAMES_PER_THREAD: usize = 8;
 
+/// The frames a thread of [`solve_sequence`] solves before their answers are handed to the sink
+/// and the next block starts: a long range then holds one block's answers at a time (the sink
+/// keeps what it keeps), at the cost of starting the threads again every block.
+const BLOCK_FRAMES_PER_THREAD: usize = 256;
+
 /// Solves a whole range of frames and calls `sink(frame, &solution)` for each, in order.
 ///
 /// - Where there is a reference (the problem's, or `references`), each frame is solved from
@@ -106,11 +111,23 @@ pub fn solve_sequence(
         previous.clone_from(&sol.pose.rotations);
     };
     if problem.reference().is_some() || inputs.references.is_some() {
-        let (solved, failed) = solve_apart(solver, &frame, &start, frames);
-        for (f, sol) in solved.into_iter().enumerate() {
-            give(f, sol);
+        let threads = thread_cap().min(frames.div_ceil(FRAMES_PER_THREAD)).max(1);
+        // (A solver of one of the crate's methods is made again for each other thread; any
+        // other solves every frame itself.)
+        let mut others: Vec<Box<dyn Solver>> =
+            (1..threads).map_while(|_| Method::from_name(solver.name()).and_then(|m| m.solver(*solver.settings())).ok()).collect();
+        // (In blocks, so that a long range holds only a block's answers at a time.)
+        let block = BLOCK_FRAMES_PER_THREAD * (others.len() + 1);
+        for first in (0..frames).step_by(block) {
+            let (solved, failed) = solve_apart(solver, &mut others, &frame, &start, first..(first + block).min(frames));
+            for (k, sol) in solved.into_iter().enumerate() {
+                give(first + k, sol);
+            }
+            if let Some(e) = failed {
+                return Err(e);
+            }
         }
-        return failed.map_or(Ok(()), Err);
+        return Ok(());
     }
     // Without a reference: warm-started, one frame after another.
     let restart = problem.topology().blender_pole_bones(problem.goals());
@@ -233,9 +250,16 @@ fn solve_frame(solver: &mut dyn Solver, frame: &FrameSetter<'_, '_>, start: &Pos
     solver.solve(&frame.problem, &from)
 }
 
-/// Every frame of `frame`'s sequence solved alone ([`solve_frame`]), side by side: the answers
-/// of the frames up to the first that failed, and its error.
-fn solve_apart(solver: &mut dyn Solver, frame: &FrameSetter<'_, '_>, start: &Pose, frames: usize) -> (Vec<Solution>, Option<Error>) {
+/// Frames `frames` of `frame`'s sequence, each solved alone ([`solve_frame`]), side by side:
+/// by `solver` and, on threads of their own, each of `others`. Returns the answers of the frames
+/// up to the first that failed, and its error.
+fn solve_apart(
+    solver: &mut dyn Solver,
+    others: &mut [Box<dyn Solver>],
+    frame: &FrameSetter<'_, '_>,
+    start: &Pose,
+    frames: Range<usize>,
+) -> (Vec<Solution>, Option<Error>) {
     let run = |solver: &mut dyn Solver, range: Range<usize>| -> (Vec<Solution>, Option<Error>) {
         let mut frame = frame.clone();
         let mut solved = Vec::with_capacity(range.len());
@@ -248,25 +272,20 @@ fn solve_apart(solver: &mut dyn Solver, frame: &FrameSetter<'_, '_>, start: &Pos
         }
         (solved, None)
     };
-    let wanted = thread_cap().min(frames.div_ceil(FRAMES_PER_THREAD)).max(1);
-    // (A solver of one of the crate's methods is made again for each thread; any other solves
-    // every frame itself.)
-    let others: Vec<Box<dyn Solver>> =
-        (1..wanted).map_while(|_| Method::from_name(solver.name()).and_then(|m| m.solver(*solver.settings())).ok()).collect();
     if others.is_empty() {
-        return run(solver, 0..frames);
+        return run(solver, frames);
     }
-    let per = frames.div_ceil(others.len() + 1);
-    let range = |t: usize| (t * per).min(frames)..((t + 1) * per).min(frames);
+    let per = frames.len().div_ceil(others.len() + 1);
+    let range = |t: usize| (frames.start + t * per).min(frames.end)..(frames.start + (t + 1) * per).min(frames.end);
     let parts: Vec<(Vec<Solution>, Option<Error>)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = others.into_iter().enumerate().map(|(t, mut s)| scope.spawn(move || run(s.as_mut(), range(t + 1)))).collect();
+        let handles: Vec<_> = others.iter_mut().enumerate().map(|(t, s)| scope.spawn(move || run(s.as_mut(), range(t + 1)))).collect();
         let mut parts = vec![run(solver, range(0))];
         // (A panic in a thread is raised again here, in the caller's thread, where the C and
         // Python boundaries catch it.)
         parts.extend(handles.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))));
         parts
     });
-    let mut solved = Vec::with_capacity(frames);
+    let mut solved = Vec::with_capacity(frames.len());
     for (part, failed) in parts {
         solved.extend(part);
         if failed.is_some() {
