@@ -1230,11 +1230,10 @@ class RigProblem:
         engine's sequence takes (``root_rests``); None where some other bone's rest relative to
         its root changes (a keyed location folded into its rest), which needs a rig per frame."""
         rests = np.asarray(rests)
-        roots = [i for i, q in enumerate(self.parents) if q < 0]
         others = [i for i, q in enumerate(self.parents) if q >= 0]
         if others and np.any(rests[:, others] != rests[0, others]):
             return None
-        return rests[:, roots]
+        return rests[:, self._root_rows]
 
     def make_rig(self, rest):
         """A new engine rig with ``rest`` (``rest_for``) and this problem's limits: the bones
@@ -1242,12 +1241,11 @@ class RigProblem:
         (``Rig.set_root_rest``), exactly as a bake's sequence moves the roots at each frame."""
         sinew = engine()
         rest = np.asarray(rest, dtype=np.float64)
-        roots = [i for i, q in enumerate(self.parents) if q < 0]
         at_origin = rest.copy()
-        at_origin[roots] = np.eye(4)
+        at_origin[self._root_rows] = np.eye(4)
         try:
             rig = sinew.Rig(self.names, np.asarray(self.parents, dtype=np.int64), at_origin, self.lengths)
-            for i in roots:
+            for i in self._root_rows:
                 rig.set_root_rest(i, rest[i])
         except sinew.SinewError as ex:
             raise ReadError(f'Armature "{self.ob.name}": {ex}') from ex
@@ -1260,6 +1258,12 @@ class RigProblem:
     @cached_property
     def _anchor_set(self) -> frozenset[str]:
         return frozenset(self.anchors)
+
+    @cached_property
+    def _root_rows(self) -> list[int]:
+        """The engine rig's root bones (no parent in it), in rig order: the bones ``rest_for``
+        gives in armature space and a sequence's ``root_rests`` moves."""
+        return [i for i, q in enumerate(self.parents) if q < 0]
 
     @cached_property
     def _anchor_rows(self) -> list[tuple[int, str]]:
