@@ -11,7 +11,7 @@ mod common;
 
 use std::f64::consts::PI;
 
-use common::{Rng, check_fixed_point, check_solution, fk, load};
+use common::{Rng, check_fixed_point, check_solution, fk, load, straight_chain};
 use glam::{DQuat, DVec3};
 use sinew::geometry::from_rotation_vector;
 use sinew::{
@@ -272,23 +272,6 @@ fn the_transpose_reaches_the_reports_targets_within_2000_iterations() {
 
 // ---------------------------------------------------------------------------------------------
 // Degenerate input
-
-/// A straight chain of `n` unit bones up +Y from the origin.
-fn straight_chain(n: usize, limit: JointLimit) -> Rig {
-    Rig::new(
-        (0..n)
-            .map(|i| Bone {
-                name: format!("b{i}"),
-                parent: i.checked_sub(1),
-                rest_head: if i == 0 { DVec3::ZERO } else { DVec3::Y },
-                rest_rotation: DQuat::IDENTITY,
-                length: 1.0,
-                limit,
-            })
-            .collect(),
-    )
-    .unwrap()
-}
 
 /// Straight chains with the target on their own axis (beyond the tip, inside it, at the tip, at
 /// the root, behind the root), a zero-distance goal, a chain folded back on itself, a target on

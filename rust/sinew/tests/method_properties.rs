@@ -606,17 +606,7 @@ proptest! {
 
 /// `n` unit bones along +Y, connected, free.
 fn straight_chain(n: usize) -> Rig {
-    let bones = (0..n)
-        .map(|i| Bone {
-            name: format!("b{i}"),
-            parent: i.checked_sub(1),
-            rest_head: if i == 0 { DVec3::ZERO } else { DVec3::Y },
-            rest_rotation: DQuat::IDENTITY,
-            length: 1.0,
-            limit: JointLimit::FREE,
-        })
-        .collect();
-    Rig::new(bones).unwrap()
+    common::straight_chain(n, JointLimit::FREE)
 }
 
 /// A straight chain whose target lies on its own line (in front of the tip, between root and

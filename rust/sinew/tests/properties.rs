@@ -537,17 +537,7 @@ proptest! {
 /// of the shortest arc) still solves to a finite, reached pose.
 #[test]
 fn target_behind_a_straight_chain() {
-    let bones: Vec<Bone> = (0..4usize)
-        .map(|i| Bone {
-            name: format!("b{i}"),
-            parent: i.checked_sub(1),
-            rest_head: if i == 0 { DVec3::ZERO } else { DVec3::Y },
-            rest_rotation: DQuat::IDENTITY,
-            length: 1.0,
-            limit: JointLimit::FREE,
-        })
-        .collect();
-    let rig = Rig::new(bones).unwrap();
+    let rig = common::straight_chain(4, JointLimit::FREE);
     let problem = Problem::new(rig, vec![Goal::new(3, DVec3::new(0.0, -2.0, 0.0))], RootMode::Pinned).unwrap();
     let s = settings();
     let sol = Fabrik::new(s).solve(&problem, &Pose::rest(4)).unwrap();

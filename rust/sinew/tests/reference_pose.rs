@@ -246,17 +246,7 @@ fn a_sequence_s_frames_are_the_single_solves_from_their_references() {
 /// from the reference, to the bit, handed to the sink once and in order.
 #[test]
 fn a_long_sequence_is_every_frame_s_single_solve_across_blocks() {
-    let bones: Vec<Bone> = (0..4usize)
-        .map(|i| Bone {
-            name: format!("b{i}"),
-            parent: i.checked_sub(1),
-            rest_head: if i == 0 { DVec3::ZERO } else { DVec3::Y },
-            rest_rotation: DQuat::IDENTITY,
-            length: 1.0,
-            limit: JointLimit::FREE,
-        })
-        .collect();
-    let rig = Rig::new(bones).unwrap();
+    let rig = common::straight_chain(4, JointLimit::FREE);
     let reference = Pose { rotations: (0..4).map(|i| DQuat::from_rotation_z(0.1 * i as f64)).collect(), root_translation: DVec3::ZERO, scales: Vec::new() };
     let problem = with_reference(Problem::new(rig, vec![Goal::new(3, DVec3::new(1.0, 2.5, 0.0))], RootMode::Pinned).unwrap(), Some(reference.clone()));
     let frames = 1300;
@@ -402,10 +392,7 @@ fn a_sequence_follows_the_root_bone_s_rest_per_frame() {
 /// `reached` in 0 iterations, 1 rad off), and `orientation_residuals` reports the angle.
 #[test]
 fn an_orientation_goal_counts_once_its_position_is_met() {
-    let bones: Vec<Bone> = (0..3usize)
-        .map(|i| Bone { name: format!("b{i}"), parent: i.checked_sub(1), rest_head: if i == 0 { DVec3::ZERO } else { DVec3::Y }, rest_rotation: DQuat::IDENTITY, length: 1.0, limit: JointLimit::FREE })
-        .collect();
-    let rig = Rig::new(bones).unwrap();
+    let rig = common::straight_chain(3, JointLimit::FREE);
     let start = Pose { rotations: vec![DQuat::from_rotation_z(0.3), DQuat::from_rotation_z(-0.5), DQuat::from_rotation_x(0.4)], root_translation: DVec3::ZERO, scales: Vec::new() };
     let f = rig.forward(&start);
     // Turning the whole chain 1 rad about the line from its root to its tip keeps the tip where

@@ -78,6 +78,24 @@ pub fn load(name: &str) -> LoadedProblem {
     Problem::from_json(&text).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
+/// A straight chain of `n` connected unit bones `b0`, `b1`, … up +Y from the origin, each with
+/// `limit`.
+pub fn straight_chain(n: usize, limit: JointLimit) -> Rig {
+    Rig::new(
+        (0..n)
+            .map(|i| sinew::Bone {
+                name: format!("b{i}"),
+                parent: i.checked_sub(1),
+                rest_head: if i == 0 { DVec3::ZERO } else { DVec3::Y },
+                rest_rotation: DQuat::IDENTITY,
+                length: 1.0,
+                limit,
+            })
+            .collect(),
+    )
+    .unwrap()
+}
+
 /// The same rig with every limit removed.
 pub fn without_limits(rig: &Rig) -> Rig {
     let mut r = rig.clone();
