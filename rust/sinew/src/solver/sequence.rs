@@ -60,7 +60,7 @@ const BLOCK_FRAMES_PER_THREAD: usize = 256;
 /// Solves a whole range of frames and calls `sink(frame, &solution)` for each, in order.
 ///
 /// - Where there is a reference (the problem's, or `references`), each frame is solved from
-///   that frame's reference as a single solve of it would be (module docs, [`solve_frame`]): its
+///   that frame's reference as a single solve of it would be (module docs): its
 ///   rotations (and lengths, where it has them) are the start, its root translation too with a
 ///   free root; a pinned root stays at `root_translations[f]`, else at `start`'s. `start` gives
 ///   only that, and the lengths where the reference has none. The frames are solved on several

@@ -533,7 +533,14 @@ impl DlsSteps {
             // The steps converge linearly: with `rate` the ratio of this step to the last, the
             // fixed point is about `turn · rate / (1 − rate)` away.
             let rate = if last_turn > 0.0 { (largest_turn / last_turn).min(0.99) } else { 0.5 };
-            if better && pulling {
+            // A pull kept only for closing most of the goals' gap, that came no nearer the
+            // reference: its direction is no way toward it (it gives no momentum), and the next
+            // pull is shorter, not longer. Lengthened, the pulls cycled: one pulled nearer the
+            // reference while leaving the goals a little off (within the band), the next closed
+            // them by moving away again (kept for closing the gap), the one after overshot
+            // (rejected), and so on to the pull's step cap, in both runs of a solve.
+            let receded = better && pulling && trial_distance >= distance;
+            if better && pulling && !receded {
                 last_turn = largest_turn;
                 self.momentum.clone_from(&self.toward);
                 self.momentum_axes.clear();
@@ -566,7 +573,9 @@ impl DlsSteps {
                 } else {
                     (damping * 0.5).max(if pulling { DAMPING_PROJECTION } else { DAMPING_MIN })
                 };
-                if pulling {
+                if receded {
+                    pull *= PULL_SHRINK;
+                } else if pulling {
                     // Back up to the full pull after a rejection shortened it (the momentum
                     // takes up the goals' curvature, which the identity metric leaves out).
                     pull = (pull * PULL_GROW).min(PULL_MAX);

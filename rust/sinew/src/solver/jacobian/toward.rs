@@ -162,7 +162,14 @@ impl DlsSteps {
     /// is kept when it stays in the band and comes nearer the reference (or closes most of the
     /// gap). A rejected step pulls [`PULL_SHRINK`] as far, down to [`PULL_MIN`]; a kept one makes
     /// the next pull [`PULL_GROW`] times as far, up to [`PULL_MAX`], and the next pull adds
-    /// [`MOMENTUM`] times its direction (a rejected one drops it). The pull stops when the steps
+    /// [`MOMENTUM`] times its direction (a rejected one drops it), but one kept only for closing
+    /// the goals' gap, no nearer the reference, is treated as half rejected: the next pull is
+    /// [`PULL_SHRINK`] as far and adds no momentum. (Lengthened after it, the pulls cycled to
+    /// their step cap: nearer the reference with the goals left a little off, back onto the
+    /// goals and away from it, an overshoot; on the real-motion problems the add-on exports,
+    /// FABRIK's and DLS's answers, which differ only in how they first reach the goals, were
+    /// more than 1e-3 rad apart on 193 of 2224 solves, 153 without the cycle, at 58.9 iterations
+    /// a cold solve against 61.6.) The pull stops when the steps
     /// are within `settled` of their limit (or after [`RELAX_ITERATIONS`] while a limit holds a
     /// bone, when even the shortest pull is rejected, or [`FINISH_ITERATIONS`] before the budget
     /// ends), and plain steps finish the goals, to [`FINISH_FRACTION`] of the tolerance, from the
