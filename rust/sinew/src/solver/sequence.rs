@@ -6,13 +6,14 @@
 //!   is the pose a single solve of that frame gives, as Blender's IK starts every evaluation from
 //!   the pose before IK. The answer is a function of the frame alone, so the frames are solved
 //!   side by side on up to [`std::thread::available_parallelism`] threads (`SINEW_THREADS` caps
-//!   them), each with its own solver of the same method and settings; the result does not depend
-//!   on how many.
+//!   them), each with its own solver of the same method and settings, each taking the next frames
+//!   not yet taken; the result does not depend on how many.
 //! - **Without one**, the answer is the least motion from the frame before (the tracking case of
 //!   the FABRIK report, §4.2): each frame is warm-started from the previous answer, one after
 //!   another.
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use glam::{DMat4, DQuat, DVec3};
 
@@ -51,6 +52,10 @@ pub struct FrameTargets<'a> {
 /// The fewest frames a thread of [`solve_sequence`] is given: a thread costs tens of
 /// microseconds to start, a frame with a reference about as much or more.
 const FRAMES_PER_THREAD: usize = 8;
+
+/// How many frames a thread of [`solve_sequence`] takes at a time: few, so that the threads
+/// end a block together, and more than one, so that they seldom meet at the counter.
+const FRAMES_PER_TAKE: usize = 2;
 
 /// The frames a thread of [`solve_sequence`] solves before their answers are handed to the sink
 /// and the next block starts: a long range then holds one block's answers at a time (the sink
@@ -250,9 +255,19 @@ fn solve_frame(solver: &mut dyn Solver, frame: &FrameSetter<'_, '_>, start: &Pos
     solver.solve(&frame.problem, &from)
 }
 
+/// What a thread of [`solve_apart`] solved: its frames' answers with their frame numbers, and
+/// the frame that failed with its error.
+type ThreadFrames = (Vec<(usize, Solution)>, Option<(usize, Error)>);
+
 /// Frames `frames` of `frame`'s sequence, each solved alone ([`solve_frame`]), side by side:
 /// by `solver` and, on threads of their own, each of `others`. Returns the answers of the frames
 /// up to the first that failed, and its error.
+///
+/// The threads take the frames [`FRAMES_PER_TAKE`] at a time, in order, each taking the next
+/// frames not yet taken when it is done with its last, so a thread whose frames are cheap does
+/// not wait for one whose frames are dear (frames of a bake differ in cost several times over:
+/// where a limit binds, a solve restarts its pull). Which thread solves a frame changes nothing
+/// in its answer: a frame's solve is a function of the frame alone.
 fn solve_apart(
     solver: &mut dyn Solver,
     others: &mut [Box<dyn Solver>],
@@ -260,39 +275,57 @@ fn solve_apart(
     start: &Pose,
     frames: Range<usize>,
 ) -> (Vec<Solution>, Option<Error>) {
-    let run = |solver: &mut dyn Solver, range: Range<usize>| -> (Vec<Solution>, Option<Error>) {
+    let next = AtomicUsize::new(frames.start);
+    // The first frame that failed (`usize::MAX`: none yet): no thread takes frames after it.
+    let first_failed = AtomicUsize::new(usize::MAX);
+    let run = |solver: &mut dyn Solver| -> ThreadFrames {
         let mut frame = frame.clone();
-        let mut solved = Vec::with_capacity(range.len());
-        for f in range {
-            let roots = frame.inputs.root_translations.map(|t| t[f]);
-            match frame.set(f).and_then(|()| solve_frame(solver, &frame, start, roots)) {
-                Ok(sol) => solved.push(sol),
-                Err(e) => return (solved, Some(e)),
+        let mut solved = Vec::new();
+        loop {
+            let take = next.fetch_add(FRAMES_PER_TAKE, Ordering::Relaxed);
+            if take >= frames.end || take > first_failed.load(Ordering::Relaxed) {
+                return (solved, None);
+            }
+            for f in take..(take + FRAMES_PER_TAKE).min(frames.end) {
+                let roots = frame.inputs.root_translations.map(|t| t[f]);
+                match frame.set(f).and_then(|()| solve_frame(solver, &frame, start, roots)) {
+                    Ok(sol) => solved.push((f, sol)),
+                    Err(e) => {
+                        first_failed.fetch_min(f, Ordering::Relaxed);
+                        return (solved, Some((f, e)));
+                    }
+                }
             }
         }
-        (solved, None)
     };
-    if others.is_empty() {
-        return run(solver, frames);
-    }
-    let per = frames.len().div_ceil(others.len() + 1);
-    let range = |t: usize| (frames.start + t * per).min(frames.end)..(frames.start + (t + 1) * per).min(frames.end);
-    let parts: Vec<(Vec<Solution>, Option<Error>)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = others.iter_mut().enumerate().map(|(t, s)| scope.spawn(move || run(s.as_mut(), range(t + 1)))).collect();
-        let mut parts = vec![run(solver, range(0))];
-        // (A panic in a thread is raised again here, in the caller's thread, where the C and
-        // Python boundaries catch it.)
-        parts.extend(handles.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))));
-        parts
-    });
-    let mut solved = Vec::with_capacity(frames.len());
-    for (part, failed) in parts {
-        solved.extend(part);
-        if failed.is_some() {
-            return (solved, failed);
+    let parts: Vec<ThreadFrames> = if others.is_empty() {
+        vec![run(solver)]
+    } else {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = others.iter_mut().map(|s| scope.spawn(|| run(s.as_mut()))).collect();
+            let mut parts = vec![run(solver)];
+            // (A panic in a thread is raised again here, in the caller's thread, where the C and
+            // Python boundaries catch it.)
+            parts.extend(handles.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))));
+            parts
+        })
+    };
+    // Every frame before the first that failed was taken (frames are taken in order) and solved
+    // (a thread stops only at a frame of its own that failed).
+    let mut failed: Option<(usize, Error)> = None;
+    let mut slots: Vec<Option<Solution>> = (0..frames.len()).map(|_| None).collect();
+    for (part, error) in parts {
+        for (f, sol) in part {
+            slots[f - frames.start] = Some(sol);
+        }
+        if let Some((f, e)) = error
+            && failed.as_ref().is_none_or(|(g, _)| f < *g)
+        {
+            failed = Some((f, e));
         }
     }
-    (solved, None)
+    let solved = slots.into_iter().map_while(|s| s).collect();
+    (solved, failed.map(|(_, e)| e))
 }
 
 /// The most threads [`solve_sequence`] uses: the `SINEW_THREADS` environment variable where it
@@ -352,5 +385,92 @@ impl FrameSetter<'_, '_> {
             problem.set_reference(Some(&self.reference))?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::goal::Goal;
+    use crate::limits::JointLimit;
+    use crate::rig::{Bone, Rig};
+    use crate::solver::SolveSettings;
+
+    /// FABRIK, failing at the frames whose target's x is one of `at` thousandths.
+    #[derive(Debug)]
+    struct FailsAt {
+        inner: Box<dyn Solver>,
+        at: Vec<usize>,
+    }
+
+    impl Solver for FailsAt {
+        fn name(&self) -> &'static str {
+            "fails_at"
+        }
+        fn settings(&self) -> &SolveSettings {
+            self.inner.settings()
+        }
+        fn solve(&mut self, problem: &Problem, start: &Pose) -> Result<Solution> {
+            let frame = (problem.goals()[0].target.x * 1e3).round() as usize;
+            if self.at.contains(&frame) {
+                return Err(Error::Format(format!("frame {frame}")));
+            }
+            self.inner.solve(problem, start)
+        }
+    }
+
+    fn chain_problem() -> Problem {
+        let bones = (0..3usize)
+            .map(|i| Bone {
+                name: format!("b{i}"),
+                parent: i.checked_sub(1),
+                rest_head: if i == 0 { DVec3::ZERO } else { DVec3::Y },
+                rest_rotation: DQuat::IDENTITY,
+                length: 1.0,
+                limit: JointLimit::default(),
+            })
+            .collect();
+        let mut problem = Problem::new(Rig::new(bones).unwrap(), vec![Goal::new(2, DVec3::new(0.0, 2.0, 1.0))], RootMode::Pinned).unwrap();
+        problem.set_reference(Some(&Pose::rest(3))).unwrap();
+        problem
+    }
+
+    /// The frames of a range solved by three threads, each taking the next frames not yet taken,
+    /// come back in order, each the single solve of its frame; where some fail, the frames before
+    /// the first that failed come back, and that frame's error.
+    #[test]
+    fn frames_solved_apart_come_back_in_order_up_to_the_first_that_failed() {
+        let problem = chain_problem();
+        let frames = 100;
+        let targets: Vec<DVec3> = (0..frames).map(|f| DVec3::new(f as f64 * 1e-3, 2.0, 1.0)).collect();
+        let roots = [0];
+        let inputs = FrameTargets { targets: &targets, orientations: None, poles: None, references: None, root_translations: None, root_rests: None };
+        let setter = FrameSetter { reference: problem.reference().unwrap().clone(), problem: problem.clone(), inputs, roots: &roots };
+        let start = Pose::rest(3);
+        let fabrik = || Method::Fabrik.solver(SolveSettings::default()).unwrap();
+        let mut single = fabrik();
+        let singles: Vec<Solution> = (0..frames)
+            .map(|f| {
+                let mut p = problem.clone();
+                p.set_target(0, targets[f]).unwrap();
+                single.solve(&p, &start).unwrap()
+            })
+            .collect();
+        for at in [vec![], vec![37], vec![80, 37], vec![0], vec![99], vec![1, 2, 3, 50]] {
+            let failing = |at: &Vec<usize>| FailsAt { inner: fabrik(), at: at.clone() };
+            let mut solver = failing(&at);
+            let mut others: Vec<Box<dyn Solver>> = (0..2).map(|_| Box::new(failing(&at)) as Box<dyn Solver>).collect();
+            let (solved, failed) = solve_apart(&mut solver, &mut others, &setter, &start, 0..frames);
+            let first = at.iter().copied().min();
+            assert_eq!(solved.len(), first.unwrap_or(frames), "failing at {at:?}");
+            match (first, failed) {
+                (Some(f), Some(Error::Format(what))) => assert_eq!(what, format!("frame {f}")),
+                (None, None) => {}
+                (_, failed) => panic!("failing at {at:?}: {failed:?}"),
+            }
+            for (f, sol) in solved.iter().enumerate() {
+                assert!(sol.pose.rotations.iter().zip(&singles[f].pose.rotations).all(|(a, b)| a.to_array() == b.to_array()), "frame {f} is its single solve");
+            }
+        }
     }
 }
