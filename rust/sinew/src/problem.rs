@@ -340,6 +340,46 @@ impl Problem {
         Ok(Self { rig, goals, root, topology, reference: None, structure: next_structure() })
     }
 
+    /// The goals in groups that share no moving bone and move no other group's effector
+    /// ([`Topology::coupled`]), each group's goals in order, the groups in the order of their
+    /// first goals: `None` unless there are two or more (a free root that moves couples them all).
+    #[must_use]
+    pub(crate) fn independent_groups(&self) -> Option<Vec<Vec<usize>>> {
+        let coupled = &self.topology.coupled;
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        for (gi, &label) in coupled.iter().enumerate() {
+            // (Labels are their groups' first goals.)
+            if label == gi {
+                groups.push(vec![gi]);
+            } else if let Some(group) = groups.iter_mut().find(|g| g[0] == label) {
+                group.push(gi);
+            }
+        }
+        (groups.len() > 1).then_some(groups)
+    }
+
+    /// The same rig, root mode and reference with only the goals `goals` (indices into
+    /// [`Problem::goals`], in that order).
+    ///
+    /// # Errors
+    /// As [`Problem::new`] (not for goals this problem already holds).
+    pub(crate) fn with_goals(&self, goals: &[usize]) -> Result<Self> {
+        let mut sub = Self::new(self.rig.clone(), goals.iter().map(|&g| self.goals[g]).collect(), self.root)?;
+        sub.reference.clone_from(&self.reference);
+        Ok(sub)
+    }
+
+    /// This problem (made by [`Problem::with_goals`] from `whole`, whose structure has not
+    /// changed since) given what may change between solves without changing the structure: the
+    /// goals' targets, orientations, kinds and poles, the reference and the roots' rests.
+    pub(crate) fn copy_frame_from(&mut self, whole: &Problem, goals: &[usize]) {
+        for (mine, &g) in self.goals.iter_mut().zip(goals) {
+            *mine = whole.goals[g];
+        }
+        self.reference.clone_from(&whole.reference);
+        self.rig.copy_root_rests_from(&whole.rig);
+    }
+
     /// The reference pose: where the freedom the goals leave falls back to. Among the poses that
     /// meet the goals, `fabrik` and `dls` return the one nearest it (see [`crate::solver`]'s
     /// module docs): a spine shares its bend as the reference does, a limb keeps its bend plane,

@@ -271,6 +271,18 @@ impl Rig {
         }
     }
 
+    /// The root bones' rests of `other`, a rig of the same bones (a clone of this one whose roots
+    /// may have moved since: [`Rig::set_root_rest`]), and the rest frames with them.
+    pub(crate) fn copy_root_rests_from(&mut self, other: &Rig) {
+        for (i, (mine, theirs)) in self.bones.iter_mut().zip(&other.bones).enumerate() {
+            if mine.parent.is_none() {
+                (mine.rest_rotation, mine.rest_head) = (theirs.rest_rotation, theirs.rest_head);
+                self.fk[i].rest_identity = other.fk[i].rest_identity;
+            }
+        }
+        self.rest_frames.clone_from(&other.rest_frames);
+    }
+
     /// Builds a rig from armature-space rest matrices, as Blender's `bone.matrix_local`.
     ///
     /// `parents[i]` is the parent's index (`None` or a negative number for a root in the C and

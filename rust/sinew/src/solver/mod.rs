@@ -262,6 +262,13 @@ pub(crate) trait PositionSolver: std::fmt::Debug + Send {
     /// # Errors
     /// As [`Solver::solve`].
     fn solve_positions(&mut self, problem: &Problem, start: &Pose) -> Result<Solution>;
+
+    /// For a method that returns the pose nearest the reference among those that meet the goals
+    /// (`fabrik`, `dls`), its [`GroupSolve`]: with a reference, each independent group of goals is
+    /// solved on its own. The other methods only start from the reference, and have none.
+    fn group_solve(&mut self) -> Option<&mut GroupSolve> {
+        None
+    }
 }
 
 impl<T: PositionSolver> Solver for T {
@@ -274,7 +281,92 @@ impl<T: PositionSolver> Solver for T {
     }
 
     fn solve(&mut self, problem: &Problem, start: &Pose) -> Result<Solution> {
+        let (name, settings) = (PositionSolver::name(self), *PositionSolver::settings(self));
+        if problem.reference().is_some()
+            && let Some(groups) = self.group_solve()
+            && groups.refresh(problem, name, settings)?
+        {
+            return groups.solve(problem, start, settings);
+        }
         solve_goal_kinds(self, problem, start)
+    }
+}
+
+/// A problem with a reference whose goals fall into independent groups (no moving bone in
+/// common, none moving another group's effector: [`Problem::independent_groups`]) is solved a
+/// group at a time, each group on its own from the pose the groups before it left, with the whole
+/// iteration budget, as Blender's IK solves each IK tree on its own. So a goal that cannot be met
+/// (out of reach, or held off by limits) changes nothing in a group it shares no bone with.
+/// Solved together, a goal out of reach kept every chain from its pull toward the reference (its
+/// error never came within the pull's band): a metarig's head and neck ended 32° from where they
+/// end with an arm's goal muted, and a bake popped where the arm's target crossed its reach. The
+/// groups' bones are disjoint, so each group's answer is the one a problem of its goals alone
+/// gives; the iterations reported are the most any group took.
+///
+/// Kept by the solver between solves: each group's problem and a solver of the same method
+/// (with its own scratch space and FABRIK plan), made again when the problem's structure
+/// ([`Problem::structure_id`]) or the settings change; each solve copies the goals, the
+/// reference and the roots' rests into them.
+#[derive(Debug, Default)]
+pub(crate) struct GroupSolve {
+    /// The structure id the groups were made for (0: none yet).
+    structure: u64,
+    settings: Option<SolveSettings>,
+    groups: Vec<Group>,
+}
+
+/// One group of [`GroupSolve`]: its goals (indices into the whole problem's), a problem of them
+/// alone and a solver for it.
+#[derive(Debug)]
+struct Group {
+    goals: Vec<usize>,
+    problem: Problem,
+    solver: Box<dyn Solver>,
+}
+
+/// A cache: a clone starts empty and makes its groups again.
+impl Clone for GroupSolve {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+impl GroupSolve {
+    /// Makes the groups for `problem` unless they are made; whether it has two or more.
+    fn refresh(&mut self, problem: &Problem, method: &str, settings: SolveSettings) -> Result<bool> {
+        if self.structure != problem.structure_id() || self.settings != Some(settings) {
+            self.structure = 0;
+            self.groups.clear();
+            if let Some(groups) = problem.independent_groups() {
+                for goals in groups {
+                    let sub = problem.with_goals(&goals)?;
+                    let solver = Method::from_name(method)?.solver(settings)?;
+                    self.groups.push(Group { goals, problem: sub, solver });
+                }
+            }
+            (self.structure, self.settings) = (problem.structure_id(), Some(settings));
+        }
+        Ok(!self.groups.is_empty())
+    }
+
+    /// Solves `problem` a group at a time (see [`GroupSolve`]).
+    fn solve(&mut self, problem: &Problem, start: &Pose, settings: SolveSettings) -> Result<Solution> {
+        let settings = settings.validated()?;
+        problem.check_pose(start)?;
+        let (mut iterations, mut stop) = (0u32, StopReason::Converged);
+        let mut pose: Option<Pose> = None;
+        for group in &mut self.groups {
+            group.problem.copy_frame_from(problem, &group.goals);
+            let solution = group.solver.solve(&group.problem, pose.as_ref().unwrap_or(start))?;
+            iterations = iterations.max(solution.iterations);
+            if solution.stop != StopReason::Converged && stop == StopReason::Converged {
+                stop = solution.stop;
+            }
+            pose = Some(solution.pose);
+        }
+        let pose = pose.unwrap_or_else(|| start.clone());
+        let frames = problem.rig().forward(&pose);
+        Ok(Solution::of_solved(problem, pose, &frames, iterations, stop, settings.tolerance))
     }
 }
 

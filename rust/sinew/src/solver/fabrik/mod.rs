@@ -90,6 +90,8 @@ use crate::rotations::aim_serial_chain;
 #[derive(Debug, Clone, Default)]
 pub struct Fabrik {
     settings: SolveSettings,
+    /// With a reference, the independent groups of goals solved one at a time.
+    groups: super::GroupSolve,
     /// The plan of the problem last solved ([`Plan`]), derived anew for another structure.
     plan: Arc<Plan>,
     frames: Frames,
@@ -132,6 +134,10 @@ impl Fabrik {
 }
 
 impl PositionSolver for Fabrik {
+    fn group_solve(&mut self) -> Option<&mut super::GroupSolve> {
+        Some(&mut self.groups)
+    }
+
     fn name(&self) -> &'static str {
         "fabrik"
     }
