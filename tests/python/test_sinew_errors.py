@@ -225,6 +225,10 @@ BAD_SEQUENCES = {
     "zero reference in frame 3": (dict(references=np.where(np.arange(4)[:, None, None] == 3, 0.0,
                                                            np.tile([1.0, 0, 0, 0], (4, 3, 1)))),
                                   sinew.NonFiniteError, r'bone "b0" at frame 3'),
+    # (Read as a reference toward the rest pose, it switched a sequence from warm starts to
+    # solving every frame from rest.)
+    "reference scales without a reference": (dict(reference_scales=np.ones(3)), sinew.SettingsError,
+                                             "reference_scales is given without a reference"),
 }
 
 

@@ -651,3 +651,20 @@ def test_sequence_answers_do_not_depend_on_threads(threads):
     machine = run(None)
     assert len(machine) > 0
     assert run(threads) == machine
+
+
+def test_a_sequence_s_reference_root_is_the_start_s_with_or_without_reference_scales():
+    # With per-frame references and a free root, each frame's reference root is the start's
+    # where no reference_root_translation is given; passing the default reference_scales (all 1)
+    # changes nothing (it used to put the reference root at the origin).
+    rig = chain(3)
+    rng = np.random.default_rng(5)
+    frames = 6
+    targets = np.array([[[0.3 * np.sin(f), 2.2, 0.4]] for f in range(frames)])
+    references = np.tile([1.0, 0.0, 0.0, 0.0], (frames, 3, 1)) + 0.05 * rng.standard_normal((frames, 3, 4))
+    kw = dict(root="free", root_translation=(1.0, -1.0, 0.5), references=references)
+    plain = sinew.Solver().solve_sequence(rig, [sinew.Goal("b2", targets[0, 0])], targets, **kw)
+    scaled = sinew.Solver().solve_sequence(rig, [sinew.Goal("b2", targets[0, 0])], targets,
+                                             reference_scales=np.ones(3), **kw)
+    assert np.array_equal(np.asarray(plain.rotations), np.asarray(scaled.rotations))
+    assert np.array_equal(np.asarray(plain.root_translations), np.asarray(scaled.root_translations))

@@ -79,6 +79,6 @@ def test_bad_scales_are_typed_errors():
     with pytest.raises(sinew.LimitError, match='"b2"'):
         solver.solve(rig, [goal], scales=[1.0, 1.0, 0.0])
     with pytest.raises(sinew.LimitError):
-        solver.solve(rig, [goal], reference_scales=[1.0, 1.0, -2.0])
+        solver.solve(rig, [goal], reference=np.tile([1.0, 0.0, 0.0, 0.0], (3, 1)), reference_scales=[1.0, 1.0, -2.0])
     with pytest.raises(sinew.LimitError):
         rigid_first.forward_kinematics(scales=[2.0, 1.0, 1.0])

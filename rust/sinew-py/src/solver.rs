@@ -83,11 +83,17 @@ fn read_inputs(
 }
 
 /// Reads the reference pose arguments into `inputs` (`None` for all: no reference).
+/// The reference of `solve` or `solve_sequence`: given by its rotations or its root translation
+/// (or, for a sequence with per-frame `references`, by those). Its root translation where none is
+/// given is `default_root` (`solve`: zero; a sequence: the start's). `reference_scales` alone is
+/// no reference: it is refused (SettingsError), not read as one toward the rest pose.
 fn read_reference(
     inputs: &mut Inputs,
     reference: Option<&Bound<'_, PyAny>>,
     reference_root_translation: Option<&Bound<'_, PyAny>>,
     reference_scales: Option<&Bound<'_, PyAny>>,
+    default_root: DVec3,
+    per_frame_references: bool,
 ) -> PyResult<()> {
     let n = inputs.rig.len();
     let rotations = read_opt_f64(reference, "reference", &[Dim::Is(n), Dim::Is(4)])?;
@@ -95,9 +101,14 @@ fn read_reference(
     let scales = read_opt_f64(reference_scales, "reference_scales", &[Dim::Is(n)])?;
     inputs.reference = match (rotations, root, scales) {
         (None, None, None) => None,
+        (None, None, Some(_)) if !per_frame_references => {
+            return Err(SettingsError::new_err(
+                "reference_scales is given without a reference: pass the reference (or, to a sequence, references) it belongs to",
+            ));
+        }
         (r, t, s) => Some(Pose {
             rotations: r.map_or_else(|| vec![DQuat::IDENTITY; n], |r| quats_from_wxyz(&r)),
-            root_translation: t.unwrap_or(DVec3::ZERO),
+            root_translation: t.unwrap_or(default_root),
             scales: s.unwrap_or_default(),
         }),
     };
@@ -193,7 +204,7 @@ impl PySolver {
         reference_scales: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PySolution> {
         let mut inputs = read_inputs(&rig, goals, pose, root_translation, scales, root)?;
-        read_reference(&mut inputs, reference, reference_root_translation, reference_scales)?;
+        read_reference(&mut inputs, reference, reference_root_translation, reference_scales, DVec3::ZERO, false)?;
         let n = inputs.rig.len();
         let sol = py.detach(|| {
             let problem = guard_core(|| inputs.problem())?;
@@ -233,7 +244,8 @@ impl PySolver {
     ) -> PyResult<PySequenceResult> {
         let g = goals.len();
         let mut inputs = read_inputs(&rig, goals, pose, root_translation, scales, root)?;
-        read_reference(&mut inputs, reference, reference_root_translation, reference_scales)?;
+        let start_root = inputs.start.root_translation;
+        read_reference(&mut inputs, reference, reference_root_translation, reference_scales, start_root, references.is_some_and(|r| !r.is_none()))?;
         let (t, shape) = read_f64(targets, "targets", &[Dim::Any("F"), Dim::Is(g), Dim::Is(3)])?;
         let frames = shape[0];
         let targets = vec3s(&t);

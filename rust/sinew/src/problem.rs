@@ -242,7 +242,7 @@ pub fn rescaled_quat(q: DQuat) -> DQuat {
 }
 
 /// The largest magnitude among `q`'s components.
-fn max_component(q: DQuat) -> f64 {
+pub(crate) fn max_component(q: DQuat) -> f64 {
     q.to_array().into_iter().fold(0.0f64, |m, c| m.max(c.abs()))
 }
 

@@ -527,7 +527,9 @@ class Solver:
             scales: (N,) start length scales (1 for a bone whose stretch is 0); every bone at 1
                 if None.
             reference_scales: (N,) the reference's length scales, where stretchy bones' lengths
-                fall back to; every bone at 1 if None.
+                fall back to; every bone at 1 if None. Only with a reference (``reference`` or
+                ``reference_root_translation``; to a sequence, also ``references``): alone it
+                raises SettingsError.
 
         Raises GoalError, ShapeError, NonFiniteError, SettingsError or UnknownBoneError, and
         UnsupportedError when the method cannot honour the problem (e.g. ``"triangulation"``

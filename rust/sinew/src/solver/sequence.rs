@@ -234,6 +234,17 @@ fn check_inputs(problem: &Problem, frames: usize, inputs: &FrameTargets<'_>) -> 
     {
         return Err(Error::NonFinite { what: format!("reference rotation of bone \"{}\" at frame {} (or it has zero length)", problem.rig().bone(k % n).name, k / n) });
     }
+    // (As `Problem::checked_pose` refuses a pose's: its squared length would overflow.)
+    if let Some(r) = inputs.references
+        && let Some(k) = r.iter().position(|q| !q.length_squared().is_finite())
+    {
+        let m = crate::problem::max_component(r[k]);
+        return Err(Error::TooLarge {
+            what: format!("reference rotation of bone \"{}\" at frame {} (largest component; scale the quaternion toward unit length)", problem.rig().bone(k % n).name, k / n),
+            value: m,
+            bound: 1e150,
+        });
+    }
     Ok(roots)
 }
 
@@ -302,7 +313,8 @@ fn solve_apart(
         vec![run(solver)]
     } else {
         std::thread::scope(|scope| {
-            let handles: Vec<_> = others.iter_mut().map(|s| scope.spawn(|| run(s.as_mut()))).collect();
+            // (A thread the system refuses to start is done without: the others share its frames.)
+            let handles: Vec<_> = others.iter_mut().filter_map(|s| std::thread::Builder::new().spawn_scoped(scope, || run(s.as_mut())).ok()).collect();
             let mut parts = vec![run(solver)];
             // (A panic in a thread is raised again here, in the caller's thread, where the C and
             // Python boundaries catch it.)
@@ -328,12 +340,20 @@ fn solve_apart(
     (solved, failed.map(|(_, e)| e))
 }
 
-/// The most threads [`solve_sequence`] uses: the `SINEW_THREADS` environment variable where it
-/// is a positive integer (a host that keeps its cores for itself sets it, 1 for none but the
-/// caller's), else [`std::thread::available_parallelism`] (the cores the process may run on).
+/// The most threads [`solve_sequence`] uses: [`std::thread::available_parallelism`] (the cores
+/// the process may run on), capped by the `SINEW_THREADS` environment variable where it is a
+/// positive integer (a host that keeps its cores for itself sets it, 1 for none but the
+/// caller's). A larger value is no more than the cores: it used to start that many threads
+/// (10 000 asked for 500 on a 4000-frame range, and a block of 256 frames a thread held 80 000
+/// frames' answers at once).
 fn thread_cap() -> usize {
-    let machine = || std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-    std::env::var("SINEW_THREADS").ok().and_then(|v| v.trim().parse::<usize>().ok()).filter(|&n| n > 0).unwrap_or_else(machine)
+    let machine = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    threads_allowed(std::env::var("SINEW_THREADS").ok().as_deref(), machine)
+}
+
+/// [`thread_cap`] given the variable's value and the cores.
+fn threads_allowed(variable: Option<&str>, cores: usize) -> usize {
+    variable.and_then(|v| v.trim().parse::<usize>().ok()).filter(|&n| n > 0).map_or(cores, |n| n.min(cores))
 }
 
 /// Sets a sequence's frame on its problem.
@@ -433,6 +453,37 @@ mod tests {
         let mut problem = Problem::new(Rig::new(bones).unwrap(), vec![Goal::new(2, DVec3::new(0.0, 2.0, 1.0))], RootMode::Pinned).unwrap();
         problem.set_reference(Some(&Pose::rest(3))).unwrap();
         problem
+    }
+
+    /// `SINEW_THREADS` caps the threads at the cores; what is not a positive integer is ignored.
+    #[test]
+    fn sinew_threads_caps_the_threads_at_the_cores() {
+        for (variable, cores, threads) in
+            [(None, 4, 4), (Some("1"), 4, 1), (Some(" 3 "), 4, 3), (Some("7"), 2, 2), (Some("10000"), 2, 2), (Some("0"), 2, 2), (Some("-1"), 2, 2), (Some("abc"), 2, 2), (Some(""), 2, 2)]
+        {
+            assert_eq!(threads_allowed(variable, cores), threads, "SINEW_THREADS={variable:?} on {cores} cores");
+        }
+    }
+
+    /// A per-frame reference too large to normalise is refused before any frame is solved, naming
+    /// the frame (it used to be refused by the frame's solve, after the frames before it were
+    /// handed to the sink).
+    #[test]
+    fn a_huge_reference_rotation_is_refused_before_any_frame() {
+        let problem = chain_problem();
+        let frames = 40;
+        let targets = vec![DVec3::new(0.0, 2.0, 1.0); frames];
+        let mut references = vec![DQuat::IDENTITY; frames * 3];
+        references[35 * 3 + 1] = DQuat::from_xyzw(0.0, 0.0, 1e200, 1e200);
+        let inputs = FrameTargets { targets: &targets, orientations: None, poles: None, references: Some(&references), root_translations: None, root_rests: None };
+        let mut solver = Method::Fabrik.solver(SolveSettings::default()).unwrap();
+        let mut sunk = 0;
+        let result = solve_sequence(solver.as_mut(), &problem, &Pose::rest(3), frames, inputs, |_, _| sunk += 1);
+        match result {
+            Err(Error::TooLarge { what, .. }) => assert!(what.contains("frame 35") && what.contains("b1"), "{what}"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(sunk, 0);
     }
 
     /// The frames of a range solved by three threads, each taking the next frames not yet taken,
