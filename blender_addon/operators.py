@@ -323,8 +323,27 @@ def bake_report(r):
         worst = float(r.misses.max()) if r.misses.size else 0.0
         checked = f"; Blender's evaluated pose checked at {len(r.checked_frames)} frames, worst miss {worst:.6g}"
     level = {'WARNING'} if off else {'INFO'}
-    return level, (f"baked {n} frames in {r.seconds:.2f} s ({per * 1000:.2f} ms/frame, solve "
+    return level, (f"baked {_count(n, 'frame')} in {r.seconds:.2f} s ({per * 1000:.2f} ms/frame, solve "
                    f"{r.solve_seconds:.2f} s), worst residual {r.worst_residual:.6g}: {what}{checked}")
+
+
+def _muted_outside_note(job, scene):
+    """A warning when a bake muted IK constraints but covered only part of the scene's range: a
+    mute holds on every frame, so the frames outside the baked range no longer show the IK (a QA
+    pass: frames 15-25 baked of 1-40, and the tips at frames 5 and 35 ended 0.5-1 m off their
+    targets without a word). None otherwise."""
+    r = job.result
+    if not r.muted or not len(r.frames):
+        return None
+    lo, hi = _scene_range(scene)
+    first, last = int(r.frames[0]), int(r.frames[-1])
+    if first <= lo and last >= hi:
+        return None
+    named = [f'"{c}" on "{b}"' for b, c in job.problem.replaced]
+    names = ", ".join(named[:3]) + (f" and {len(named) - 3} more" if len(named) > 3 else "")
+    return (f"the IK constraints the bake replaced ({names}) are muted on every frame, so the frames outside "
+            f"the baked {first}-{last} (the scene runs {lo}-{hi}) show the bones without their IK; bake the "
+            "whole range, or bake with Keep IK Constraints on, or run Restore IK Constraints to turn them back on")
 
 
 def _scene_range(scene):
@@ -515,6 +534,9 @@ class SINEW_OT_bake(_SolverProps, bpy.types.Operator):
                 self.report({'INFO'}, f"Sinew: {pre}{r.influence_note}")
             if r.held_note:
                 self.report({'INFO'}, f"Sinew: {pre}{r.held_note}")
+            outside = _muted_outside_note(job, bpy.context.scene)
+            if outside:
+                self.report({'WARNING'}, f"Sinew: {pre}{outside}")
             pipeline.store_bake_results(job.ob, r, job.settings)
             missed_total += sum(1 for g in pipeline.bake_goal_results(r) if g["missed"] or g["blender_missed"])
             level, text = bake_report(r)
