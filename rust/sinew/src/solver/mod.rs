@@ -313,6 +313,8 @@ pub(crate) struct GroupSolve {
     structure: u64,
     settings: Option<SolveSettings>,
     groups: Vec<Group>,
+    /// The whole answer's forward kinematics, for its residuals.
+    frames: Frames,
 }
 
 /// One group of [`GroupSolve`]: its goals (indices into the whole problem's), a problem of them
@@ -365,8 +367,8 @@ impl GroupSolve {
             pose = Some(solution.pose);
         }
         let pose = pose.unwrap_or_else(|| start.clone());
-        let frames = problem.rig().forward(&pose);
-        Ok(Solution::of_solved(problem, pose, &frames, iterations, stop, settings.tolerance))
+        problem.rig().forward_into(&pose, &mut self.frames);
+        Ok(Solution::of_solved(problem, pose, &self.frames, iterations, stop, settings.tolerance))
     }
 }
 
