@@ -229,21 +229,20 @@ fn check_inputs(problem: &Problem, frames: usize, inputs: &FrameTargets<'_>) -> 
             })?;
         }
     }
+    // (A reference rotation too large to normalise is refused as `Problem::checked_pose` refuses
+    // a pose's: its squared length would overflow.)
     if let Some(r) = inputs.references
-        && let Some(k) = r.iter().position(|q| !q.is_finite() || q.length() < 1e-9)
+        && let Some(k) = r.iter().position(|q| !q.is_finite() || q.length() < 1e-9 || !q.length_squared().is_finite())
     {
-        return Err(Error::NonFinite { what: format!("reference rotation of bone \"{}\" at frame {} (or it has zero length)", problem.rig().bone(k % n).name, k / n) });
-    }
-    // (As `Problem::checked_pose` refuses a pose's: its squared length would overflow.)
-    if let Some(r) = inputs.references
-        && let Some(k) = r.iter().position(|q| !q.length_squared().is_finite())
-    {
-        let m = crate::problem::max_component(r[k]);
-        return Err(Error::TooLarge {
-            what: format!("reference rotation of bone \"{}\" at frame {} (largest component; scale the quaternion toward unit length)", problem.rig().bone(k % n).name, k / n),
-            value: m,
-            bound: 1e150,
-        });
+        let (q, bone, frame) = (r[k], &problem.rig().bone(k % n).name, k / n);
+        if q.is_finite() && q.length() >= 1e-9 {
+            return Err(Error::TooLarge {
+                what: format!("reference rotation of bone \"{bone}\" at frame {frame} (largest component; scale the quaternion toward unit length)"),
+                value: crate::problem::max_component(q),
+                bound: 1e150,
+            });
+        }
+        return Err(Error::NonFinite { what: format!("reference rotation of bone \"{bone}\" at frame {frame} (or it has zero length)") });
     }
     Ok(roots)
 }
