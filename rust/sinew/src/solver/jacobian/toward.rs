@@ -111,7 +111,7 @@ const PROBE_CAUGHT_TAN_HALF: f64 = 0.5 * (0.1 * BOUND_PROBE);
 /// tolerance.
 pub(super) const FINISH_FRACTION: f64 = 0.01;
 /// [`DlsSteps::refine_toward`] has settled when a step turns no bone by more than this
-/// (radians): far below what moving a target by round-off may change (the continuity
+/// (radians; the turn the kept pose makes, after clamps and corrections): far below what moving a target by round-off may change (the continuity
 /// properties hold answers to 1e-6 rad under 1e-12 changes of a target).
 pub(super) const SETTLED: f64 = 2e-8;
 /// [`SETTLED`] for a solve that starts near its answer (tracking, warm-started from the frame
