@@ -828,6 +828,31 @@ impl JointLimit {
         swing_twist_y(local)
     }
 
+    /// The cone's implicit value at `local`'s swing: 1 on the bound, below inside, above
+    /// outside, smooth within a quadrant (Blender's shape: `(x / a)² + (z / b)²` on the swing
+    /// quaternion's components; Sinew's: `|(r.x / a, r.z / b)|` on its rotation vector). `None`
+    /// without a cone.
+    #[must_use]
+    pub(crate) fn cone_value(&self, local: DQuat) -> Option<f64> {
+        let Swing::Cone(c) = self.swing else { return None };
+        let (swing, _) = self.split(local);
+        if c.shape == ConeShape::Blender {
+            let s = if swing.w < 0.0 { -swing } else { swing };
+            let (a, b) = c.blender_axes(s.x, s.z);
+            return Some((s.x / a).powi(2) + (s.z / b).powi(2));
+        }
+        let r = rotation_vector(swing);
+        let a = if r.x >= 0.0 { c.x_pos } else { c.x_neg };
+        let b = if r.z >= 0.0 { c.z_pos } else { c.z_neg };
+        Some(((r.x / a).powi(2) + (r.z / b).powi(2)).sqrt())
+    }
+
+    /// The twist angle of `local` about Y (see [`Self::state`]).
+    #[must_use]
+    pub(crate) fn twist_value(&self, local: DQuat) -> f64 {
+        twist_angle(self.split(local).1, DVec3::Y)
+    }
+
     /// A cheap measure of how far `local` is outside the limit (0 inside, growing with the
     /// distance outside, radians-like): solvers use it to compare candidate rotations without
     /// projecting each one. Locks are not measured here.
