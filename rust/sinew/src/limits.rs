@@ -828,29 +828,65 @@ impl JointLimit {
         swing_twist_y(local)
     }
 
-    /// The cone's implicit value at `local`'s swing: 1 on the bound, below inside, above
-    /// outside, smooth within a quadrant (Blender's shape: `(x / a)² + (z / b)²` on the swing
-    /// quaternion's components; Sinew's: `|(r.x / a, r.z / b)|` on its rotation vector). `None`
-    /// without a cone.
+    /// The gradient of a bound's implicit value at `local`, over turns `u` (a rotation vector in
+    /// the bone's own frame) that take it to `local · exp(u)`: of its cone's value when `swing`
+    /// (1 on the cone: Blender's shape `(X / a)² + (Z / b)²` on the swing quaternion's
+    /// components, the quadrant's semi-axes `sin` of the half-angles; the rotation vector's shape
+    /// `|(r.x / a, r.z / b)|` on the swing's rotation vector `r`), else of its twist angle. `None`
+    /// without a cone (for `swing`). The value's level set through `local` is the bound there when `local` is on it, so
+    /// this is the bound's normal in the turns a solver makes (the bone's world rotation times it,
+    /// in world space); the direction a clamp removes is normal only in the cone's own coordinates.
+    /// Analytic: the swing's components `(X, Z, W)` ([`swing_twist_y`]) as functions of the
+    /// quaternion, each direction `dq = q · (u / 2, 0)`.
     #[must_use]
-    pub(crate) fn cone_value(&self, local: DQuat) -> Option<f64> {
-        let Swing::Cone(c) = self.swing else { return None };
-        let (swing, _) = self.split(local);
-        if c.shape == ConeShape::Blender {
-            let s = if swing.w < 0.0 { -swing } else { swing };
-            let (a, b) = c.blender_axes(s.x, s.z);
-            return Some((s.x / a).powi(2) + (s.z / b).powi(2));
+    pub(crate) fn bound_gradient(&self, local: DQuat, swing: bool) -> Option<DVec3> {
+        let q = if local.w < 0.0 { -local } else { local };
+        let n2 = q.w * q.w + q.y * q.y;
+        if n2 < 1e-24 {
+            return None;
         }
-        let r = rotation_vector(swing);
-        let a = if r.x >= 0.0 { c.x_pos } else { c.x_neg };
-        let b = if r.z >= 0.0 { c.z_pos } else { c.z_neg };
-        Some(((r.x / a).powi(2) + (r.z / b).powi(2)).sqrt())
-    }
-
-    /// The twist angle of `local` about Y (see [`Self::state`]).
-    #[must_use]
-    pub(crate) fn twist_value(&self, local: DQuat) -> f64 {
-        twist_angle(self.split(local).1, DVec3::Y)
+        let n = n2.sqrt();
+        let v = DVec3::new(q.x, q.y, q.z);
+        // The quaternion's change along each axis's turn: vector part, scalar part.
+        let dq = DVec3::AXES.map(|axis| (0.5 * (q.w * axis + v.cross(axis)), -0.5 * v.dot(axis)));
+        let mut gradient = DVec3::ZERO;
+        if !swing {
+            // The twist angle 2 atan2(y, w).
+            for (k, (d, dw)) in dq.into_iter().enumerate() {
+                gradient[k] = 2.0 * (q.w * d.y - q.y * dw) / n2;
+            }
+            return Some(gradient);
+        }
+        let Swing::Cone(c) = self.swing else { return None };
+        let (x, z) = ((q.x * q.w + q.z * q.y) / n, (q.z * q.w - q.x * q.y) / n);
+        let blender = c.shape == ConeShape::Blender;
+        let (a, b) = if blender {
+            c.blender_axes(x, z)
+        } else {
+            (if x >= 0.0 { c.x_pos } else { c.x_neg }, if z >= 0.0 { c.z_pos } else { c.z_neg })
+        };
+        // The rotation vector's shape: |(r.x / a, r.z / b)| for r = f · (X, 0, Z),
+        // f = 2 atan2(ρ, W) / ρ, so f · e with e = |(X / a, Z / b)|.
+        let rho = x.hypot(z);
+        if !blender && rho < 1e-12 {
+            return None;
+        }
+        let e = ((x / a).powi(2) + (z / b).powi(2)).sqrt();
+        let f = 2.0 * rho.atan2(n) / rho;
+        let (f_rho, f_w) = ((2.0 * n / (rho * rho + n2) - f) / rho, -2.0 / (rho * rho + n2));
+        for (k, (d, dw)) in dq.into_iter().enumerate() {
+            // d(X, Z, W) along it.
+            let dn = (q.w * dw + q.y * d.y) / n;
+            let dx = (d.x * q.w + q.x * dw + d.z * q.y + q.z * d.y - x * dn) / n;
+            let dz = (d.z * q.w + q.z * dw - d.x * q.y - q.x * d.y - z * dn) / n;
+            let d_squares = x * dx / (a * a) + z * dz / (b * b);
+            gradient[k] = if blender {
+                2.0 * d_squares
+            } else {
+                (f_rho * (x * dx + z * dz) / rho + f_w * dn) * e + f * d_squares / e
+            };
+        }
+        Some(gradient)
     }
 
     /// A cheap measure of how far `local` is outside the limit (0 inside, growing with the
@@ -1248,6 +1284,55 @@ mod tests {
                 }
                 let expected = DQuat::from_axis_angle(axis, bound) * DVec3::Y;
                 assert!((last[k] - expected).length() < 1e-9, "{cone:?}: segment {k} {:?} vs {expected:?}", last[k]);
+            }
+        }
+    }
+
+    /// A cone's implicit value (1 on the cone) at `local`'s swing, as [`JointLimit::bound_gradient`]
+    /// states it, and the twist angle: what the gradient is checked against.
+    fn bound_value(lim: &JointLimit, local: DQuat, swing: bool) -> f64 {
+        let (s, t) = lim.split(local);
+        if !swing {
+            return twist_angle(t, DVec3::Y);
+        }
+        let Swing::Cone(c) = lim.swing else { unreachable!() };
+        let s = if s.w < 0.0 { -s } else { s };
+        if c.shape == ConeShape::Blender {
+            let (a, b) = c.blender_axes(s.x, s.z);
+            return (s.x / a).powi(2) + (s.z / b).powi(2);
+        }
+        let r = rotation_vector(s);
+        let a = if r.x >= 0.0 { c.x_pos } else { c.x_neg };
+        let b = if r.z >= 0.0 { c.z_pos } else { c.z_neg };
+        ((r.x / a).powi(2) + (r.z / b).powi(2)).sqrt()
+    }
+
+    #[test]
+    fn bound_gradients_are_the_derivatives_of_the_bounds_values() {
+        let cone = ConeLimit::new(0.8, 0.4, 0.6, 0.5);
+        let limits = [ConeShape::RotationVector, ConeShape::Blender].map(|shape| JointLimit {
+            swing: Swing::Cone(ConeLimit { shape, ..cone }),
+            twist: Some(TwistLimit { min: -0.3, max: 0.2 }),
+            ..JointLimit::FREE
+        });
+        let mut seed = 7u64;
+        let mut next = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+        };
+        let h = 1e-6;
+        for lim in &limits {
+            for _ in 0..200 {
+                let swing = DVec3::new(next(), 0.0, next()) * 1.2;
+                let local = from_rotation_vector(swing) * DQuat::from_rotation_y(next() * 0.5);
+                for along_swing in [true, false] {
+                    let g = lim.bound_gradient(local, along_swing).unwrap();
+                    for (k, axis) in DVec3::AXES.iter().enumerate() {
+                        let at = |t: f64| bound_value(lim, local * from_rotation_vector(*axis * t), along_swing);
+                        let numeric = (at(h) - at(-h)) / (2.0 * h);
+                        assert!((g[k] - numeric).abs() < 1e-6 * (1.0 + numeric.abs()), "{:?} swing {along_swing}: {g} against {numeric} on axis {k} at {local}", lim.swing);
+                    }
+                }
             }
         }
     }

@@ -43,7 +43,7 @@ use glam::DQuat;
 
 use super::gram::GramBlocks;
 use crate::geometry::{from_rotation_vector, renormalize, rotation_vector, swing_twist_y, turns_more_than};
-use crate::limits::Freedom;
+use crate::limits::{Freedom, JointLimit, LimitState};
 use crate::pose::{Frames, MAX_SCALE, MIN_SCALE, Pose};
 use crate::problem::{Problem, RootMode};
 
@@ -1096,7 +1096,11 @@ impl DlsSteps {
             let limit = &rig.bone(b).limit;
             let clamped = limit.clamp(wanted);
             if clamped != wanted && turns_more_than(clamped, wanted, CLAMPED_TAN_HALF) {
-                self.blocked[b] = clamp_direction(world, local, wanted, clamped);
+                self.blocked[b] = if self.pulling {
+                    held_direction(limit, world, local, wanted, clamped)
+                } else {
+                    clamp_direction(world, local, wanted, clamped)
+                };
                 self.last_step_clamped = true;
             }
             trial.rotations[b] = clamped;
@@ -1128,6 +1132,50 @@ fn turned_local(world: DQuat, local: DQuat, turn: DVec3, kept_twist: Option<DQua
 fn clamp_direction(world: DQuat, local: DQuat, wanted: DQuat, clamped: DQuat) -> Option<DVec3> {
     ((world * local.conjugate()) * rotation_vector((clamped * wanted.conjugate()).normalize())).try_normalize()
 }
+
+/// Where a pull's clamp caught a bone (from `local` at world rotation `world`, asking for
+/// `wanted`, clamped to `clamped`), the direction that holds it: the normal of the one bound it
+/// is at ([`bound_normal`] at `clamped`), or, at two (its swing and its twist) or a hinge's, the
+/// direction the clamp removed ([`clamp_direction`]). Measured on the 2224 real-motion solves
+/// the add-on exports, against the clamp's direction here (with the normal already refreshed
+/// before each pull): warm answers beyond 1e-3 rad of their cold solves 41 -> 38, solves a
+/// 1e-12 m move of the targets moves by more than 1e-6 rad 7 / 7 / 7 -> 3 / 1 / 3 (three
+/// seeds), 61.1 -> 59.7 iterations a cold solve. (The steps that first reach the goals keep the
+/// clamp's direction: with the normal there too, a torso whose cone holds a spine bone
+/// (`tests/binding_limits.rs`) ended 0.9 mm off its hand's target.)
+fn held_direction(limit: &JointLimit, world: DQuat, local: DQuat, wanted: DQuat, clamped: DQuat) -> Option<DVec3> {
+    let state = limit.state(clamped, AT_BOUND);
+    let twist_holds = state.twist_at_bound && !limit.freedom().holds_twist();
+    if state.swing_at_bound != twist_holds {
+        let clamped_world = world * local.conjugate() * clamped;
+        if let Some(normal) = bound_normal(limit, &state, clamped_world, clamped) {
+            return Some(normal);
+        }
+    }
+    clamp_direction(world, local, wanted, clamped)
+}
+
+/// The inward normal (world space, unit) of the one bound a bone is held at, where it stands
+/// (world rotation `world`, local `local`): the gradient of the bound's implicit value over the
+/// turns the steps make ([`JointLimit::bound_gradient`]), pointing inside. A pull projected off
+/// it leaves the bound only at second order, which the clamp takes back. The direction the clamp
+/// removes from a probe past the bound (what [`DlsSteps::refresh_blocked`] used before, and still
+/// uses where the swing and the twist are both at a bound) is normal to the bound in the cone's
+/// own coordinates (the swing quaternion's components for Blender's shape), not in the turns the
+/// steps make, so the pull kept pushing a little into the bound; the clamp took that back, the
+/// goals were left open by as much, and closing them cost more than the pull gained: the pull
+/// stopped short of the nearest pose, where its path left it. On the 2224 real-motion solves the
+/// add-on exports, warm answers more than 1e-3 rad from their cold solves went 230 -> 41 with it.
+/// (A bone that swings only keeps its twist as the steps turn it; its cone bounds its swing
+/// alone, which the twist it keeps does not change, so the same gradient holds.)
+fn bound_normal(limit: &JointLimit, state: &LimitState, world: DQuat, local: DQuat) -> Option<DVec3> {
+    let gradient = world * limit.bound_gradient(local, state.swing_at_bound)?;
+    // Inward, the value falls: a cone's, or the twist at the top of its range; at the bottom it
+    // rises.
+    let outward_rises = state.swing_at_bound || limit.twist.is_some_and(|t| state.twist > 0.5 * (t.min + t.max));
+    (if outward_rises { -gradient } else { gradient }).try_normalize()
+}
+
 
 /// The gain of a bone's length with [`crate::JointLimit::stretch`] `stretch` (above 0), as
 /// Blender's IK weights its stretch: `IK_SetStiffness(seg, IK_TRANS_Y, 1 − stretch²)` makes the

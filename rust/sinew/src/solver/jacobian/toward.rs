@@ -10,11 +10,11 @@
 //! turns toward the reference a step adds; the steps themselves are the parent module's
 //! ([`DlsSteps::run`]).
 
-use glam::{DQuat, DVec3};
+use glam::DVec3;
 
-use super::{DlsOutcome, DlsSteps, Joint, clamp_direction, evaluate, turned_local};
+use super::{DlsOutcome, DlsSteps, Joint, bound_normal, clamp_direction, evaluate, turned_local};
 use crate::geometry::{rotation_vector, turns_more_than};
-use crate::limits::{Freedom, JointLimit, LimitState};
+use crate::limits::Freedom;
 use crate::pose::{Frames, Pose};
 use crate::problem::Problem;
 
@@ -308,14 +308,13 @@ impl DlsSteps {
                 *v = Some(if axis.dot(inward) < 0.0 { -axis } else { axis });
                 continue;
             }
-            let kept_twist = self.freedom[b].holds_twist().then(|| self.kept_twist[b]);
             if state.swing_at_bound != twist_holds
-                && let Some(normal) = bound_normal(limit, &state, world, local, kept_twist)
+                && let Some(normal) = bound_normal(limit, &state, world, local)
             {
                 *v = Some(normal);
                 continue;
             }
-            let wanted = turned_local(world, local, inward * -BOUND_PROBE, kept_twist);
+            let wanted = turned_local(world, local, inward * -BOUND_PROBE, self.freedom[b].holds_twist().then(|| self.kept_twist[b]));
             let clamped = limit.clamp(wanted);
             // (A probe the clamp barely caught keeps the old direction.)
             if turns_more_than(clamped, wanted, PROBE_CAUGHT_TAN_HALF)
@@ -480,33 +479,4 @@ impl DlsSteps {
             }
         }
     }
-}
-
-/// The step [`bound_normal`] differentiates by (radians): its central differences are exact to
-/// about `h²` times the bound's curvature and round-off over `h`, both near 1e-10.
-const NORMAL_STEP: f64 = 1e-6;
-
-/// The inward normal (world space, unit) of the one bound a bone is held at: the gradient, over
-/// world turns of the bone (as the steps turn it: [`turned_local`], keeping `kept_twist`), of the
-/// bound's own implicit value ([`JointLimit::cone_value`] for its cone, the twist angle for its
-/// twist range), by central differences. A pull projected off it leaves the bound only at second
-/// order, which the clamp takes back. The direction the clamp removes from a probe past the bound
-/// (what [`DlsSteps::refresh_blocked`] used before, and still uses where the swing and the twist
-/// are both at a bound) is normal to the bound in the cone's own coordinates (the swing
-/// quaternion's components for Blender's shape), not in the turns the steps make, so the pull kept
-/// pushing a little into the bound; the clamp took that back, the goals were left open by as much,
-/// and closing them cost more than the pull gained: the pull stopped short of the nearest pose,
-/// where its path left it. On the 2224 real-motion solves the add-on exports, warm answers more
-/// than 1e-3 rad from their cold solves went 230 -> 41 with it.
-fn bound_normal(limit: &JointLimit, state: &LimitState, world: DQuat, local: DQuat, kept_twist: Option<DQuat>) -> Option<DVec3> {
-    let value = |q: DQuat| if state.swing_at_bound { limit.cone_value(q) } else { Some(limit.twist_value(q)) };
-    let mut gradient = DVec3::ZERO;
-    for (k, axis) in DVec3::AXES.iter().enumerate() {
-        let turn = *axis * NORMAL_STEP;
-        gradient[k] = (value(turned_local(world, local, turn, kept_twist))? - value(turned_local(world, local, -turn, kept_twist))?) / (2.0 * NORMAL_STEP);
-    }
-    // Inward, the value falls: a cone's, or the twist at the top of its range; at the bottom it
-    // rises.
-    let outward_rises = state.swing_at_bound || limit.twist.is_some_and(|t| state.twist > 0.5 * (t.min + t.max));
-    (if outward_rises { -gradient } else { gradient }).try_normalize()
 }
