@@ -668,3 +668,51 @@ def test_a_sequence_s_reference_root_is_the_start_s_with_or_without_reference_sc
                                              reference_scales=np.ones(3), **kw)
     assert np.array_equal(np.asarray(plain.rotations), np.asarray(scaled.rotations))
     assert np.array_equal(np.asarray(plain.root_translations), np.asarray(scaled.root_translations))
+
+
+_LONG_SEQUENCE = """
+import sys
+import numpy as np
+sys.path[:0] = sys.argv[1:]
+import test_sinew_solve as t
+rig = t.chain(16)
+for b in range(16):
+    rig.set_cone_limit(f"b{b}", 0.25, 0.25, 0.25, 0.25)
+frames = 200000
+reference = t._bent(16)
+reach = t.effector(rig, reference)
+phase = np.linspace(0.0, 100.0 * np.pi, frames)
+targets = (reach + 0.5 * np.stack([np.sin(phase), np.zeros(frames), 1.0 - np.cos(phase)], axis=1))[:, None, :]
+print("started", flush=True)
+t.sinew.Solver().solve_sequence(rig, [t.sinew.Goal("b15", targets[0, 0])], targets, reference=reference)
+"""
+
+
+def test_ctrl_c_stops_a_long_sequence():
+    # Ctrl-C during solve_sequence raises KeyboardInterrupt as the frames come in (the solve runs
+    # with the GIL released, and used to run to its last frame first: the whole range takes 53 s
+    # on this project's 2-core machine). The interrupt is sent half a second after the range
+    # starts; the process must end within 20 s of it (here it ends well within a second).
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    here = str(Path(__file__).resolve().parent)
+    paths = [here, *[p for p in sys.path if p]]
+    proc = subprocess.Popen([sys.executable, "-c", _LONG_SEQUENCE, *paths], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "started"
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        try:
+            _, err = proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            pytest.fail("solve_sequence went on for 20 s after Ctrl-C")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode != 0 and "KeyboardInterrupt" in err, err[-2000:]

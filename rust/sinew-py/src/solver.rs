@@ -3,7 +3,9 @@
 //! Inputs are copied into owned core values while attached to Python; the solve itself runs with
 //! the GIL released (`Python::detach`).
 
+use std::ops::ControlFlow;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use glam::{DQuat, DVec3};
 use numpy::{PyArray1, PyArray2, PyArray3};
@@ -269,7 +271,9 @@ impl PySolver {
             // (a (1e9, 0, 3) array holds nothing): it is reserved without aborting on failure.
             let mut out = SequenceData::try_with_capacity(frames, n, g)?;
             let mut broken = None;
-            self.with_solver(|s| {
+            let mut interrupted = None;
+            let mut last_check = Instant::now();
+            let flow = self.with_solver(|s| {
                 let frame_inputs = FrameTargets {
                     targets: &targets,
                     orientations: orientations.as_deref(),
@@ -278,23 +282,41 @@ impl PySolver {
                     root_translations: root_translations.as_deref(),
                     root_rests: root_rests.as_deref(),
                 };
-                sinew::solve_sequence(s, &problem, &inputs.start, frames, frame_inputs, |f, sol| {
-                    if broken.is_none() {
-                        match sinew::format::check_solution_finite(sol) {
-                            Ok(()) => out.push(sol),
-                            Err(e) => broken = Some((f, e)),
+                sinew::solve_sequence_until(s, &problem, &inputs.start, frames, frame_inputs, |f, sol| {
+                    if let Err(e) = sinew::format::check_solution_finite(sol) {
+                        broken = Some((f, e));
+                        return ControlFlow::Break(());
+                    }
+                    out.push(sol);
+                    // Ctrl-C (or any signal Python handles) stops a long range: checked every
+                    // SIGNAL_CHECK as the frames come in, the GIL taken only for that.
+                    if last_check.elapsed() >= SIGNAL_CHECK {
+                        last_check = Instant::now();
+                        if let Err(e) = Python::attach(|py| py.check_signals()) {
+                            interrupted = Some(e);
+                            return ControlFlow::Break(());
                         }
                     }
+                    ControlFlow::Continue(())
                 })
             })?;
+            if let Some(e) = interrupted {
+                return Err(e);
+            }
             if let Some((f, e)) = broken {
                 return Err(NonFiniteError::new_err(format!("frame {f}: {e}")));
             }
+            // (The sink stops the range only for those two.)
+            debug_assert!(flow.is_continue());
             Ok::<_, PyErr>(out)
         })?;
         out.into_py(py, frames, n, g)
     }
 }
+
+/// How often `solve_sequence` asks Python whether a signal is pending (Ctrl-C), as its frames come
+/// in: a long range stops within about this, or a block of frames, of the key press.
+const SIGNAL_CHECK: Duration = Duration::from_millis(100);
 
 /// Per-frame results gathered while detached.
 struct SequenceData {

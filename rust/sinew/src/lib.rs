@@ -54,7 +54,7 @@ pub use problem::{Problem, RootMode, Topology};
 pub use rig::{Bone, BoneRef, CONNECTED_TOLERANCE, Rig};
 pub use solver::{
     Ccd, Dls, Fabrik, FabrikClassic, FrameTargets, JacobianPinv, JacobianTranspose, Method, Sdls, SolveSettings, Solution, Solver, StopReason, SvdDls,
-    Triangulation, solve_sequence,
+    Triangulation, solve_sequence, solve_sequence_until,
 };
 
 /// The crate version (`CARGO_PKG_VERSION`).

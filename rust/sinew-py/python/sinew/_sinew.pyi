@@ -588,6 +588,9 @@ class Solver:
 
         Every input is checked before the first frame is solved. A result too large to allocate
         (F frames × N bones, e.g. a (10**12, 0, 3) ``targets`` with no goals) raises ShapeError.
+        Ctrl-C (any signal Python handles) stops a long range within about a tenth of a second
+        or a block of frames (a few hundred per thread), raising KeyboardInterrupt; a frame whose
+        answer is not finite stops it too (NonFiniteError, naming the frame).
         """
 
 class _Analysis(TypedDict):

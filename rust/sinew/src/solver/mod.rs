@@ -37,7 +37,7 @@ pub use jacobian_pinv::JacobianPinv;
 pub use jacobian_transpose::JacobianTranspose;
 pub use nlp::Nlp;
 pub use sdls::Sdls;
-pub use sequence::{FrameTargets, solve_sequence};
+pub use sequence::{FrameTargets, solve_sequence, solve_sequence_until};
 pub use svd_dls::SvdDls;
 pub use triangulation::Triangulation;
 

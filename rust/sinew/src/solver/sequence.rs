@@ -12,7 +12,7 @@
 //!   the FABRIK report, §4.2): each frame is warm-started from the previous answer, one after
 //!   another.
 
-use std::ops::Range;
+use std::ops::{ControlFlow, Range};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use glam::{DMat4, DQuat, DVec3};
@@ -94,6 +94,28 @@ pub fn solve_sequence(
     inputs: FrameTargets<'_>,
     mut sink: impl FnMut(usize, &Solution),
 ) -> Result<()> {
+    solve_sequence_until(solver, problem, start, frames, inputs, |f, sol| {
+        sink(f, sol);
+        ControlFlow::Continue(())
+    })
+    .map(|_| ())
+}
+
+/// [`solve_sequence`] whose sink may stop it: once `sink` returns [`ControlFlow::Break`], no
+/// frame after that one is handed to it and the call returns `Ok(ControlFlow::Break(()))` as soon
+/// as the frames being solved side by side are done (at most a block: a few hundred frames a
+/// thread). An interactive caller stops a long range so (the Python module, on Ctrl-C).
+///
+/// # Errors
+/// As [`solve_sequence`].
+pub fn solve_sequence_until(
+    solver: &mut dyn Solver,
+    problem: &Problem,
+    start: &Pose,
+    frames: usize,
+    inputs: FrameTargets<'_>,
+    mut sink: impl FnMut(usize, &Solution) -> ControlFlow<()>,
+) -> Result<ControlFlow<()>> {
     let roots = check_inputs(problem, frames, &inputs)?;
     let start = problem.checked_pose(start)?;
     let n = problem.rig().len();
@@ -112,8 +134,9 @@ pub fn solve_sequence(
                 *q = -*q;
             }
         }
-        sink(f, &sol);
+        let go_on = sink(f, &sol);
         previous.clone_from(&sol.pose.rotations);
+        go_on
     };
     if problem.reference().is_some() || inputs.references.is_some() {
         let threads = thread_cap().min(frames.div_ceil(FRAMES_PER_THREAD)).max(1);
@@ -126,13 +149,15 @@ pub fn solve_sequence(
         for first in (0..frames).step_by(block) {
             let (solved, failed) = solve_apart(solver, &mut others, &frame, &start, first..(first + block).min(frames));
             for (k, sol) in solved.into_iter().enumerate() {
-                give(first + k, sol);
+                if give(first + k, sol).is_break() {
+                    return Ok(ControlFlow::Break(()));
+                }
             }
             if let Some(e) = failed {
                 return Err(e);
             }
         }
-        return Ok(());
+        return Ok(ControlFlow::Continue(()));
     }
     // Without a reference: warm-started, one frame after another.
     let restart = problem.topology().blender_pole_bones(problem.goals());
@@ -155,9 +180,11 @@ pub fn solve_sequence(
         }
         let sol = solver.solve(&frame.problem, &pose)?;
         pose.clone_from(&sol.pose);
-        give(f, sol);
+        if give(f, sol).is_break() {
+            return Ok(ControlFlow::Break(()));
+        }
     }
-    Ok(())
+    Ok(ControlFlow::Continue(()))
 }
 
 /// Checks every input of a sequence before any frame is solved, so that a bad frame cannot
@@ -520,6 +547,34 @@ mod tests {
             }
             for (f, sol) in solved.iter().enumerate() {
                 assert!(sol.pose.rotations.iter().zip(&singles[f].pose.rotations).all(|(a, b)| a.to_array() == b.to_array()), "frame {f} is its single solve");
+            }
+        }
+    }
+
+    /// A sink that says stop gets no frame after the one it stopped at, and the call says it was
+    /// stopped; with a reference (frames solved side by side, in blocks longer than the range
+    /// here) and without one (one frame after another), at the first, a middle and the last frame.
+    #[test]
+    fn a_sink_that_says_stop_gets_no_later_frame() {
+        let frames = 50;
+        let targets: Vec<DVec3> = (0..frames).map(|f| DVec3::new(f as f64 * 1e-3, 2.0, 1.0)).collect();
+        let inputs = FrameTargets { targets: &targets, orientations: None, poles: None, references: None, root_translations: None, root_rests: None };
+        for with_reference in [true, false] {
+            let mut problem = chain_problem();
+            if !with_reference {
+                problem.set_reference(None).unwrap();
+            }
+            for stop_at in [0, 17, frames - 1, frames] {
+                let mut solver = Method::Fabrik.solver(SolveSettings::default()).unwrap();
+                let mut seen = vec![];
+                let flow = solve_sequence_until(solver.as_mut(), &problem, &Pose::rest(3), frames, inputs, |f, _| {
+                    seen.push(f);
+                    if f == stop_at { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
+                })
+                .unwrap();
+                let expected: Vec<usize> = (0..frames.min(stop_at + 1)).collect();
+                assert_eq!(seen, expected, "reference {with_reference}, stop at {stop_at}");
+                assert_eq!(flow.is_break(), stop_at < frames, "reference {with_reference}, stop at {stop_at}");
             }
         }
     }
