@@ -833,9 +833,10 @@ impl JointLimit {
     /// (1 on the cone: Blender's shape `(X / a)² + (Z / b)²` on the swing quaternion's
     /// components, the quadrant's semi-axes `sin` of the half-angles; the rotation vector's shape
     /// `|(r.x / a, r.z / b)|` on the swing's rotation vector `r`), else of its twist angle. `None`
-    /// without a cone (for `swing`). The value's level set through `local` is the bound there when `local` is on it, so
-    /// this is the bound's normal in the turns a solver makes (the bone's world rotation times it,
-    /// in world space); the direction a clamp removes is normal only in the cone's own coordinates.
+    /// without a cone (for `swing`). The value's level set through `local` is the bound there
+    /// when `local` is on it, so this is the bound's normal in the turns a solver makes (the
+    /// bone's world rotation times it, in world space); the direction a clamp removes is normal
+    /// only in the cone's own coordinates.
     /// Analytic: the swing's components `(X, Z, W)` ([`swing_twist_y`]) as functions of the
     /// quaternion, each direction `dq = q · (u / 2, 0)`.
     #[must_use]

@@ -1145,18 +1145,12 @@ fn clamp_direction(world: DQuat, local: DQuat, wanted: DQuat, clamped: DQuat) ->
 /// (`tests/binding_limits.rs`) ended 0.9 mm off its hand's target.)
 fn held_direction(limit: &JointLimit, world: DQuat, local: DQuat, wanted: DQuat, clamped: DQuat) -> Option<DVec3> {
     let state = limit.state(clamped, AT_BOUND);
-    let twist_holds = state.twist_at_bound && !limit.freedom().holds_twist();
-    if state.swing_at_bound != twist_holds {
-        let clamped_world = world * local.conjugate() * clamped;
-        if let Some(normal) = bound_normal(limit, &state, clamped_world, clamped) {
-            return Some(normal);
-        }
-    }
-    clamp_direction(world, local, wanted, clamped)
+    bound_normal(limit, &state, world * local.conjugate() * clamped, clamped).or_else(|| clamp_direction(world, local, wanted, clamped))
 }
 
-/// The inward normal (world space, unit) of the one bound a bone is held at, where it stands
-/// (world rotation `world`, local `local`): the gradient of the bound's implicit value over the
+/// The inward normal (world space, unit) of the one bound a bone is at, where it stands (world
+/// rotation `world`, local `local`, its limit's `state` there); `None` at none or at two (its
+/// swing and its twist: a bone that swings only is never held by its twist). The gradient of the bound's implicit value over the
 /// turns the steps make ([`JointLimit::bound_gradient`]), pointing inside. A pull projected off
 /// it leaves the bound only at second order, which the clamp takes back. The direction the clamp
 /// removes from a probe past the bound (what [`DlsSteps::refresh_blocked`] used before, and still
@@ -1169,13 +1163,16 @@ fn held_direction(limit: &JointLimit, world: DQuat, local: DQuat, wanted: DQuat,
 /// (A bone that swings only keeps its twist as the steps turn it; its cone bounds its swing
 /// alone, which the twist it keeps does not change, so the same gradient holds.)
 fn bound_normal(limit: &JointLimit, state: &LimitState, world: DQuat, local: DQuat) -> Option<DVec3> {
+    let twist_holds = state.twist_at_bound && !limit.freedom().holds_twist();
+    if state.swing_at_bound == twist_holds {
+        return None;
+    }
     let gradient = world * limit.bound_gradient(local, state.swing_at_bound)?;
     // Inward, the value falls: a cone's, or the twist at the top of its range; at the bottom it
     // rises.
     let outward_rises = state.swing_at_bound || limit.twist.is_some_and(|t| state.twist > 0.5 * (t.min + t.max));
     (if outward_rises { -gradient } else { gradient }).try_normalize()
 }
-
 
 /// The gain of a bone's length with [`crate::JointLimit::stretch`] `stretch` (above 0), as
 /// Blender's IK weights its stretch: `IK_SetStiffness(seg, IK_TRANS_Y, 1 − stretch²)` makes the

@@ -111,8 +111,9 @@ const PROBE_CAUGHT_TAN_HALF: f64 = 0.5 * (0.1 * BOUND_PROBE);
 /// tolerance.
 pub(super) const FINISH_FRACTION: f64 = 0.01;
 /// [`DlsSteps::refine_toward`] has settled when a step turns no bone by more than this
-/// (radians; the turn the kept pose makes, after clamps and corrections): far below what moving a target by round-off may change (the continuity
-/// properties hold answers to 1e-6 rad under 1e-12 changes of a target).
+/// (radians; the turn the kept pose makes, after clamps and corrections): far below what moving
+/// a target by round-off may change (the continuity properties hold answers to 1e-6 rad under
+/// 1e-12 changes of a target).
 pub(super) const SETTLED: f64 = 2e-8;
 /// [`SETTLED`] for a solve that starts near its answer (tracking, warm-started from the frame
 /// before): the answer then differs from the cold solve's by up to about ten times this (the
@@ -281,8 +282,8 @@ impl DlsSteps {
     /// ([`bound_normal`]); one at both, the direction its clamp removes now
     /// ([`clamp_direction`] of a turn [`BOUND_PROBE`] out along the old one): the direction was
     /// recorded in world space when the clamp caught the bone, and its parents' turns and its
-    /// own slide along the bound move the bound's
-    /// normal since, so the pull's projection left part of the way along the bound blocked and
+    /// own slide along the bound move the bound's normal since, so the pull's projection left
+    /// part of the way along the bound blocked and
     /// the pull settled short of the nearest pose. On the real-motion problems (see
     /// [`DlsSteps::refine_toward`]) warm answers more than 1e-3 rad from their cold solves went
     /// 400 -> 332 with it alone (restarting only runs that end unsettled), at the same
@@ -308,9 +309,7 @@ impl DlsSteps {
                 *v = Some(if axis.dot(inward) < 0.0 { -axis } else { axis });
                 continue;
             }
-            if state.swing_at_bound != twist_holds
-                && let Some(normal) = bound_normal(limit, &state, world, local)
-            {
+            if let Some(normal) = bound_normal(limit, &state, world, local) {
                 *v = Some(normal);
                 continue;
             }
