@@ -242,7 +242,7 @@ pub fn rescaled_quat(q: DQuat) -> DQuat {
 }
 
 /// The largest magnitude among `q`'s components.
-pub(crate) fn max_component(q: DQuat) -> f64 {
+fn max_component(q: DQuat) -> f64 {
     q.to_array().into_iter().fold(0.0f64, |m, c| m.max(c.abs()))
 }
 
@@ -669,17 +669,7 @@ impl Problem {
         }
         crate::rig::check_coordinate(pose.root_translation, || "root translation".into())?;
         for (i, q) in pose.rotations.iter().enumerate() {
-            check_quat(*q).map_err(|r| Error::NonFinite { what: format!("rotation of bone \"{}\" ({r})", self.rig.bone(i).name) })?;
-            // The solvers normalise a start as it is (`geometry::unit_start`), which overflows
-            // here; the adapters rescale such quaternions first ([`rescaled_quat`]).
-            if !q.length_squared().is_finite() {
-                let m = max_component(*q);
-                return Err(Error::TooLarge {
-                    what: format!("rotation of bone \"{}\" (largest component; scale the quaternion toward unit length)", self.rig.bone(i).name),
-                    value: m,
-                    bound: 1e150,
-                });
-            }
+            check_rotation(*q, || format!("rotation of bone \"{}\"", self.rig.bone(i).name))?;
         }
         Ok(())
     }
@@ -712,6 +702,25 @@ pub(crate) fn chain_reaches(rig: &Rig, g: &Goal, chain: &[usize], mut at: impl F
 /// Whether `p` is finite and within [`crate::rig::MAX_COORDINATE`], as a reason naming `what`.
 fn check_point(p: DVec3, what: &str) -> Result<(), String> {
     crate::rig::coordinate_problem(p).map_or(Ok(()), |r| Err(format!("{what} {r}")))
+}
+
+/// Checks a rotation a caller gives (a pose's, a reference's; `what` names it): finite and of
+/// nonzero length ([`check_quat`]), and not so large that normalising it as it is overflows (the
+/// solvers normalise a start as it is, `geometry::unit_start`; the adapters rescale such
+/// quaternions first, [`rescaled_quat`]).
+///
+/// # Errors
+/// [`Error::NonFinite`] or [`Error::TooLarge`].
+pub(crate) fn check_rotation(q: DQuat, what: impl Fn() -> String) -> Result<()> {
+    check_quat(q).map_err(|reason| Error::NonFinite { what: format!("{} ({reason})", what()) })?;
+    if !q.length_squared().is_finite() {
+        return Err(Error::TooLarge {
+            what: format!("{} (largest component; scale the quaternion toward unit length)", what()),
+            value: max_component(q),
+            bound: 1e150,
+        });
+    }
+    Ok(())
 }
 
 fn check_quat(q: DQuat) -> Result<(), String> {

@@ -256,20 +256,11 @@ fn check_inputs(problem: &Problem, frames: usize, inputs: &FrameTargets<'_>) -> 
             })?;
         }
     }
-    // (A reference rotation too large to normalise is refused as `Problem::checked_pose` refuses
-    // a pose's: its squared length would overflow.)
-    if let Some(r) = inputs.references
-        && let Some(k) = r.iter().position(|q| !q.is_finite() || q.length() < 1e-9 || !q.length_squared().is_finite())
-    {
-        let (q, bone, frame) = (r[k], &problem.rig().bone(k % n).name, k / n);
-        if q.is_finite() && q.length() >= 1e-9 {
-            return Err(Error::TooLarge {
-                what: format!("reference rotation of bone \"{bone}\" at frame {frame} (largest component; scale the quaternion toward unit length)"),
-                value: crate::problem::max_component(q),
-                bound: 1e150,
-            });
+    // (Each as `Problem::checked_pose` checks a pose's rotations.)
+    if let Some(r) = inputs.references {
+        for (k, &q) in r.iter().enumerate() {
+            crate::problem::check_rotation(q, || format!("reference rotation of bone \"{}\" at frame {}", problem.rig().bone(k % n).name, k / n))?;
         }
-        return Err(Error::NonFinite { what: format!("reference rotation of bone \"{bone}\" at frame {frame} (or it has zero length)") });
     }
     Ok(roots)
 }
