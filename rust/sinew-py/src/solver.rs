@@ -84,11 +84,11 @@ fn read_inputs(
     Ok(Inputs { rig, goals, start, root: root_mode(root)?, reference: None })
 }
 
-/// Reads the reference pose arguments into `inputs` (`None` for all: no reference).
-/// The reference of `solve` or `solve_sequence`: given by its rotations or its root translation
-/// (or, for a sequence with per-frame `references`, by those). Its root translation where none is
-/// given is `default_root` (`solve`: zero; a sequence: the start's). `reference_scales` alone is
-/// no reference: it is refused (SettingsError), not read as one toward the rest pose.
+/// Reads the reference pose arguments of `solve` or `solve_sequence` into `inputs` (`None` for
+/// all: no reference). A reference is given by its rotations or its root translation (or, for a
+/// sequence with per-frame `references`, by those); its root translation where none is given is
+/// `default_root` (`solve`: zero; a sequence: the start's). `reference_scales` alone is no
+/// reference: it is refused (SettingsError), not read as one toward the rest pose.
 fn read_reference(
     inputs: &mut Inputs,
     reference: Option<&Bound<'_, PyAny>>,
