@@ -64,9 +64,13 @@
  * (`sinew_rig_set_stretch`, `sinew_solver_scales`, `sinew_solver_solve_scaled`,
  * `sinew_solver_solve_sequence_scaled`); 5 added goal kinds (`sinew_goal_kind`,
  * `sinew_problem_set_goal_kind`, `sinew_problem_get_goal_kind`) and `SINEW_METHOD_NLP` (9); 6
- * added a root translation and root bones' rests per frame (`sinew_solver_solve_sequence_rooted`).
+ * added a root translation and root bones' rests per frame (`sinew_solver_solve_sequence_rooted`);
+ * 7 made the rest pose every problem's default reference (it had none: least motion from the
+ * start), so `sinew_problem_set_reference` with NULL now restores the rest pose, and added
+ * `sinew_reference_kind`, `sinew_problem_set_reference_kind` and `sinew_problem_reference_kind`
+ * (`SINEW_REFERENCE_KIND_LEAST_MOTION` asks for no reference).
  */
-#define SINEW_ABI_VERSION_MINOR 6
+#define SINEW_ABI_VERSION_MINOR 7
 
 /**
  * What every `sinew_*` function that can fail returns.
@@ -334,6 +338,38 @@ enum sinew_goal_kind
 typedef enum sinew_goal_kind sinew_goal_kind;
 #else
 typedef uint32_t sinew_goal_kind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * What the freedom the goals leave falls back to, for `sinew_problem_set_reference_kind` and
+ * `sinew_problem_reference_kind`.
+ */
+enum sinew_reference_kind
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * The rest pose (the default): identity rotations, unit lengths, the start's root
+   * translation.
+   */
+  SINEW_REFERENCE_KIND_REST = 0,
+  /**
+   * A pose given with `sinew_problem_set_reference`.
+   */
+  SINEW_REFERENCE_KIND_POSE = 1,
+  /**
+   * No reference: each method's answer is where its steps lead from the start (`fabrik` and
+   * `dls`: near the least joint motion from it, in a few iterations).
+   */
+  SINEW_REFERENCE_KIND_LEAST_MOTION = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum sinew_reference_kind sinew_reference_kind;
+#else
+typedef uint32_t sinew_reference_kind;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
@@ -929,13 +965,13 @@ sinew_status sinew_problem_start_pose(const struct sinew_problem *problem,
  * `rotations` holds N quaternions `[w, x, y, z]` (local to each bone's rest frame, as the start
  * pose; normalised here) and `rotations_len` must be 4·N; `root_translation` is NULL (zero) or
  * 3 doubles (bone 0's translation, used with `SINEW_ROOT_MODE_FREE`). Pass `rotations` = NULL
- * (with `rotations_len` = 0 and `root_translation` = NULL) to clear it: there is then no
- * reference (the default), and each method's answer is where its steps lead from the start
- * (pass the rest pose, identity rotations, to prefer it). A problem from JSON has the file's
- * `"reference"`, if any.
+ * (with `rotations_len` = 0 and `root_translation` = NULL) to clear it: the reference is then
+ * the rest pose, the default (`SINEW_REFERENCE_KIND_REST`); `sinew_problem_set_reference_kind`
+ * asks for none. A problem from JSON has the file's `"reference"` (the rest pose when absent).
  *
  * The reference survives `sinew_problem_add_goal`, `sinew_problem_clear_goals` and
- * `sinew_problem_set_rig` with the same bone count; a rig with another bone count clears it.
+ * `sinew_problem_set_rig` with the same bone count; a rig with another bone count makes a
+ * reference pose the rest pose.
  * On error the problem is unchanged.
  *
  * Errors: `NULL_ARGUMENT` (problem; or `rotations` NULL with a non-zero length or a
@@ -948,11 +984,34 @@ sinew_status sinew_problem_set_reference(struct sinew_problem *problem,
                                          const double *root_translation);
 
 /**
+ * Sets what the problem's freedom falls back to: `kind` is `SINEW_REFERENCE_KIND_REST` (the
+ * rest pose, the default) or `SINEW_REFERENCE_KIND_LEAST_MOTION` (no reference: each method's
+ * answer is where its steps lead from the start; for `fabrik` and `dls` near the least joint
+ * motion, in a few iterations, as a game loop tracking from the last answer may want). A pose
+ * is set with `sinew_problem_set_reference`. On error the problem is unchanged.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_ARGUMENT` (`SINEW_REFERENCE_KIND_POSE`, or a value that is
+ * not a `sinew_reference_kind`).
+ */
+sinew_status sinew_problem_set_reference_kind(struct sinew_problem *problem,
+                                              uint32_t kind);
+
+/**
+ * Writes to `*out_kind` what the problem's freedom falls back to (a `sinew_reference_kind`):
+ * the rest pose, a pose given with `sinew_problem_set_reference`, or none.
+ *
+ * Errors: `NULL_ARGUMENT`, `MISALIGNED_POINTER`.
+ */
+sinew_status sinew_problem_reference_kind(const struct sinew_problem *problem,
+                                          uint32_t *out_kind);
+
+/**
  * Copies the problem's reference pose (see `sinew_problem_set_reference`) into
  * `out_rotations` (at least 4·N doubles; `out_rotations_len` is its length in doubles) and
  * `out_root_translation` (3 doubles; may be NULL), and writes to `*out_has_reference` whether
- * one is set (1) or not (0; the buffers then receive the rest pose: identity rotations and a
- * zero translation). `out_rotations` may be NULL with length 0 to ask
+ * a pose is set (1) or not (0: the reference is the rest pose or none, see
+ * `sinew_problem_reference_kind`; the buffers then receive the rest pose: identity rotations
+ * and a zero translation). `out_rotations` may be NULL with length 0 to ask
  * only whether there is one.
  *
  * Errors: `NULL_ARGUMENT`, `MISALIGNED_POINTER`, `BUFFER_TOO_SMALL`.

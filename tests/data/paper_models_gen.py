@@ -129,7 +129,9 @@ def hinge(lo, hi, axis=(1.0, 0.0, 0.0)):
 
 
 def write(name, doc):
-    doc = {"format": "sinew.problem/1", **doc}
+    # The report's methods have no reference pose: their answers are where the iterations lead
+    # from the start, so the files ask for none ("least_motion"; the rest pose when absent).
+    doc = {"format": "sinew.problem/1", **doc, "reference": "least_motion"}
     # One bone or goal per line: readable, and diffs stay small.
     parts = []
     for k, v in doc.items():

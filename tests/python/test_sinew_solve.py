@@ -542,28 +542,29 @@ def test_goal_kinds_are_met_and_read_back(method):
     heads, tails, rots = rig.forward_kinematics(bent)
     solver = sinew.Solver(method, max_iterations=500, tolerance=1e-5)
     rest = np.tile(IDENTITY, (4, 1))
-    # The rest chain is straight (singular for a line along it): start from a bent pose.
+    # The rest chain is straight (singular for a line along it): start from a bent pose, with no
+    # reference (the rest pose, the default, would start the methods that step from it on the line).
     start = np.array([[np.cos(0.05), np.sin(0.05), 0, 0]] * 4)
 
     line = sinew.Goal("b3", tails[3] + (0, 0, 0.5), kind="line", direction=(0, 0, 3))
     assert line.kind == "line" and line.direction == (0, 0, 3) and line.normal is None and line.axis is None
-    sol = solver.solve(rig, [line], pose=start)
+    sol = solver.solve(rig, [line], pose=start, reference="least_motion")
     tip = effector(rig, sol.rotations)
     off = tip - line.target
     assert sol.reached and np.linalg.norm(off - np.array([0, 0, 1.0]) * off[2]) <= 1e-5
 
     plane = sinew.Goal("b3", (0, 0, 0.8), kind="plane", normal=(0, 0, 1))
-    sol = solver.solve(rig, [plane], pose=start)
+    sol = solver.solve(rig, [plane], pose=start, reference="least_motion")
     assert sol.reached and abs(effector(rig, sol.rotations)[2] - 0.8) <= 1e-5
 
     # The tip (near z = 4) must come down to z <= 2.
     half = sinew.Goal("b3", (0, 0, 2.0), kind="half_space", normal=(0, 0, -1))
-    sol = solver.solve(rig, [half], pose=start)
+    sol = solver.solve(rig, [half], pose=start, reference="least_motion")
     assert sol.reached and effector(rig, sol.rotations)[2] <= 2.0 + 1e-5
 
     aim = sinew.Goal("b3", (2.0, 3.0, 1.0), kind="aim")
     assert aim.axis == (0, 1, 0)
-    sol = solver.solve(rig, [aim], pose=start)
+    sol = solver.solve(rig, [aim], pose=start, reference="least_motion")
     h, t, _ = rig.forward_kinematics(sol.rotations)
     along, wanted = t[3] - h[3], np.array(aim.target) - h[3]
     cos = along @ wanted / np.linalg.norm(along) / np.linalg.norm(wanted)
@@ -610,6 +611,44 @@ def test_goal_errors_measure_a_given_pose_as_the_solver_does():
     with pytest.raises(sinew.GoalError, match="finite and nonzero"):
         sinew.Goal(0, (0, 0, 0), kind="plane", normal=(0, 0, 0)).errors((0, 0, 0), (1, 0, 0, 0), (0, 1, 0))
 
+
+
+def test_the_rest_pose_is_the_default_reference():
+    """Without a reference argument a solve falls back to the rest pose (issue #13): the same
+    answer as ``reference="rest"`` and as explicit identity rotations, whatever the start, and a
+    sequence solves each frame as that single solve. ``reference="least_motion"`` asks for none:
+    its answer is where the steps lead from the start, so two starts give two answers."""
+    rig = y_shape()
+    n = len(rig)
+    heads, tails, _ = rig.forward_kinematics(np.array([_bent(n, 0.1)[i] for i in range(n)]))
+    goals = [sinew.Goal(n // 2 - 1, tails[n // 2 - 1]), sinew.Goal(n - 1, tails[n - 1])]
+    starts = [np.tile(IDENTITY, (n, 1)), _bent(n, -0.2)]
+    solver = sinew.Solver(max_iterations=1000)
+    default = [solver.solve(rig, goals, pose=s) for s in starts]
+    for s, d in zip(starts, default):
+        assert d.reached
+        for reference in ["rest", np.tile(IDENTITY, (n, 1))]:
+            other = solver.solve(rig, goals, pose=s, reference=reference)
+            assert np.array_equal(other.rotations, d.rotations)
+    active = sinew.analyze(rig, goals)["active"]  # (bones no goal moves keep their start's)
+
+    def apart(a, b):
+        return max(quat_angle(a.rotations[i], b.rotations[i]) for i in active)
+
+    assert apart(default[0], default[1]) < 1e-3
+    least = [solver.solve(rig, goals, pose=s, reference="least_motion") for s in starts]
+    assert all(sol.reached for sol in least)
+    assert apart(least[0], least[1]) > 1e-2
+    # A sequence's frames are the single solve from the rest pose (to the bit, up to sign).
+    targets = np.array([[g.target for g in goals]] * 3)
+    seq = solver.solve_sequence(rig, goals, targets, pose=starts[1])
+    for f in range(3):
+        dots = np.einsum("ni,ni->n", seq.rotations[f], default[0].rotations)
+        assert np.array_equal(np.where(dots[:, None] < 0, -seq.rotations[f], seq.rotations[f]), default[0].rotations)
+    with pytest.raises(sinew.SettingsError, match="not \"rest\", \"least_motion\""):
+        solver.solve(rig, goals, reference="none")
+    with pytest.raises(sinew.SettingsError, match="named reference"):
+        solver.solve(rig, goals, reference="least_motion", reference_scales=np.ones(n))
 
 _THREADED_SEQUENCE = """
 import sys

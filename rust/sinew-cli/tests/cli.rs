@@ -376,6 +376,17 @@ fn solve_falls_back_to_the_reference_and_reports_orientation_residuals() {
     let plain: SolutionFile = serde_json::from_str(&stdout(&o)).unwrap();
     let moved = plain.rotations.iter().zip(&sol.rotations).map(|(a, b)| (0..4).map(|k| (a[k] - b[k]).abs()).fold(0.0, f64::max)).fold(0.0, f64::max);
     assert!(moved > 1e-3, "the reference made no difference");
+    // A file without a reference falls back to the rest pose, as one that names it; one that asks
+    // for none ("least_motion") is solved too.
+    let rest = scratch("rest_reference", &chain_with(tail, None, Some("\"rest\"")));
+    let o = sinew(&["solve", rest.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(serde_json::from_str::<SolutionFile>(&stdout(&o)).unwrap().rotations, plain.rotations);
+    let least = scratch("least_motion", &chain_with(tail, None, Some("\"least_motion\"")));
+    let o = sinew(&["solve", least.to_str().unwrap(), "--require-reached"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let unknown = scratch("unknown_reference", &chain_with(tail, None, Some("\"none\"")));
+    assert_fails(&sinew(&["solve", unknown.to_str().unwrap()]), 1, &["reference", "none"]);
 
     // An orientation goal: its residual in the solution equals the core's.
     let q = glam::DQuat::from_rotation_x(0.6);

@@ -31,7 +31,7 @@ use std::ffi::c_char;
 
 pub use problem::{sinew_goal, sinew_goal_kind, sinew_problem};
 pub use rig::sinew_rig;
-pub use solver::{sinew_method, sinew_root_mode, sinew_settings, sinew_solve_info, sinew_solver, sinew_stop_reason};
+pub use solver::{sinew_method, sinew_reference_kind, sinew_root_mode, sinew_settings, sinew_solve_info, sinew_solver, sinew_stop_reason};
 pub use status::{sinew_last_error_message, sinew_status, sinew_status_name};
 
 /// Major version of the C ABI. It changes when a signature, a struct layout or the meaning of a
@@ -48,8 +48,12 @@ pub const SINEW_ABI_VERSION_MAJOR: u32 = 0;
 /// (`sinew_rig_set_stretch`, `sinew_solver_scales`, `sinew_solver_solve_scaled`,
 /// `sinew_solver_solve_sequence_scaled`); 5 added goal kinds (`sinew_goal_kind`,
 /// `sinew_problem_set_goal_kind`, `sinew_problem_get_goal_kind`) and `SINEW_METHOD_NLP` (9); 6
-/// added a root translation and root bones' rests per frame (`sinew_solver_solve_sequence_rooted`).
-pub const SINEW_ABI_VERSION_MINOR: u32 = 6;
+/// added a root translation and root bones' rests per frame (`sinew_solver_solve_sequence_rooted`);
+/// 7 made the rest pose every problem's default reference (it had none: least motion from the
+/// start), so `sinew_problem_set_reference` with NULL now restores the rest pose, and added
+/// `sinew_reference_kind`, `sinew_problem_set_reference_kind` and `sinew_problem_reference_kind`
+/// (`SINEW_REFERENCE_KIND_LEAST_MOTION` asks for no reference).
+pub const SINEW_ABI_VERSION_MINOR: u32 = 7;
 
 /// The library's version, e.g. `"0.1.0"`: a static NUL-terminated string. Do not free.
 #[unsafe(no_mangle)]

@@ -4,11 +4,11 @@
 use std::ffi::{CString, c_char};
 
 use sinew_core::format::ProblemFile;
-use sinew_core::{Goal, LoadedProblem, Method, Pole, Pose, Problem, RootMode, SolveSettings};
+use sinew_core::{Goal, LoadedProblem, Method, Pole, Pose, Problem, Reference, RootMode, SolveSettings};
 
 use crate::args::{self, OutBuf, check_out, get_mut, get_ref, read, str_arg, write};
 use crate::rig::{c_names, clear_out, hand_out, sinew_rig};
-use crate::solver::{sinew_root_mode, sinew_settings};
+use crate::solver::{sinew_reference_kind, sinew_root_mode, sinew_settings};
 use crate::status::{FfiError, FfiResult, ffi_status, ffi_value, sinew_status};
 
 /// One IK goal, as passed to `sinew_problem_add_goal` and read by `sinew_problem_get_goal`.
@@ -107,13 +107,16 @@ impl sinew_problem {
     }
 
     /// Rebuilds the problem with other goals or another rig (goals are revalidated). The
-    /// reference pose is kept while the bone count stays; otherwise it is cleared (as the start
-    /// pose becomes the rest pose).
+    /// reference is kept, except that a reference pose becomes the rest pose when the bone
+    /// count changes (as the start pose does).
     fn rebuild(&mut self, rig: sinew_core::Rig, goals: Vec<Goal>) -> FfiResult<()> {
         let n = rig.len();
-        let reference = self.problem.reference().filter(|r| r.rotations.len() == n).cloned();
+        let reference = match self.problem.reference() {
+            Reference::Pose(r) if r.rotations.len() != n => Reference::Rest,
+            other => other.clone(),
+        };
         let mut problem = Problem::new(rig, goals, self.problem.root())?;
-        problem.set_reference(reference.as_ref())?;
+        problem.set_reference(reference)?;
         self.problem = problem;
         if self.start.rotations.len() != n {
             self.start = Pose::rest(n);
@@ -575,13 +578,13 @@ pub unsafe extern "C" fn sinew_problem_start_pose(
 /// `rotations` holds N quaternions `[w, x, y, z]` (local to each bone's rest frame, as the start
 /// pose; normalised here) and `rotations_len` must be 4·N; `root_translation` is NULL (zero) or
 /// 3 doubles (bone 0's translation, used with `SINEW_ROOT_MODE_FREE`). Pass `rotations` = NULL
-/// (with `rotations_len` = 0 and `root_translation` = NULL) to clear it: there is then no
-/// reference (the default), and each method's answer is where its steps lead from the start
-/// (pass the rest pose, identity rotations, to prefer it). A problem from JSON has the file's
-/// `"reference"`, if any.
+/// (with `rotations_len` = 0 and `root_translation` = NULL) to clear it: the reference is then
+/// the rest pose, the default (`SINEW_REFERENCE_KIND_REST`); `sinew_problem_set_reference_kind`
+/// asks for none. A problem from JSON has the file's `"reference"` (the rest pose when absent).
 ///
 /// The reference survives `sinew_problem_add_goal`, `sinew_problem_clear_goals` and
-/// `sinew_problem_set_rig` with the same bone count; a rig with another bone count clears it.
+/// `sinew_problem_set_rig` with the same bone count; a rig with another bone count makes a
+/// reference pose the rest pose.
 /// On error the problem is unchanged.
 ///
 /// Errors: `NULL_ARGUMENT` (problem; or `rotations` NULL with a non-zero length or a
@@ -608,7 +611,7 @@ pub unsafe extern "C" fn sinew_problem_set_reference(
                     "rotations is NULL (clear the reference) but root_translation is not",
                 ));
             }
-            p.problem.set_reference(None)?;
+            p.problem.set_reference(Reference::Rest)?;
             return Ok(());
         }
         let n = p.problem.rig().len();
@@ -619,16 +622,66 @@ pub unsafe extern "C" fn sinew_problem_set_reference(
             args::vec3(unsafe { args::read_array::<3>(root_translation, "root_translation") }?)
         };
         let pose = Pose { rotations: r.chunks_exact(4).map(args::quat_wxyz).collect(), root_translation: root, scales: Vec::new() };
-        p.problem.set_reference(Some(&pose))?;
+        p.problem.set_reference(Reference::Pose(pose))?;
         Ok(())
+    })
+}
+
+/// Sets what the problem's freedom falls back to: `kind` is `SINEW_REFERENCE_KIND_REST` (the
+/// rest pose, the default) or `SINEW_REFERENCE_KIND_LEAST_MOTION` (no reference: each method's
+/// answer is where its steps lead from the start; for `fabrik` and `dls` near the least joint
+/// motion, in a few iterations, as a game loop tracking from the last answer may want). A pose
+/// is set with `sinew_problem_set_reference`. On error the problem is unchanged.
+///
+/// Errors: `NULL_ARGUMENT`, `INVALID_ARGUMENT` (`SINEW_REFERENCE_KIND_POSE`, or a value that is
+/// not a `sinew_reference_kind`).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sinew_problem_set_reference_kind(problem: *mut sinew_problem, kind: u32) -> sinew_status {
+    ffi_status!({
+        // SAFETY: a live problem (exclusive) (contract).
+        let p = unsafe { get_mut(problem, "problem") }?;
+        let reference = match kind {
+            k if k == sinew_reference_kind::Rest as u32 => Reference::Rest,
+            k if k == sinew_reference_kind::LeastMotion as u32 => Reference::LeastMotion,
+            k if k == sinew_reference_kind::Pose as u32 => {
+                return Err(FfiError::new(
+                    sinew_status::InvalidArgument,
+                    "SINEW_REFERENCE_KIND_POSE is set by giving the pose: call sinew_problem_set_reference",
+                ));
+            }
+            k => return Err(FfiError::new(sinew_status::InvalidArgument, format!("kind {k} is not a sinew_reference_kind"))),
+        };
+        p.problem.set_reference(reference)?;
+        Ok(())
+    })
+}
+
+/// Writes to `*out_kind` what the problem's freedom falls back to (a `sinew_reference_kind`):
+/// the rest pose, a pose given with `sinew_problem_set_reference`, or none.
+///
+/// Errors: `NULL_ARGUMENT`, `MISALIGNED_POINTER`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sinew_problem_reference_kind(problem: *const sinew_problem, out_kind: *mut u32) -> sinew_status {
+    ffi_status!({
+        // SAFETY: a live problem; `out_kind` writable (contract).
+        let p = unsafe { get_ref(problem, "problem") }?;
+        check_out(out_kind, "out_kind")?;
+        let kind = match p.problem.reference() {
+            Reference::Rest => sinew_reference_kind::Rest,
+            Reference::Pose(_) => sinew_reference_kind::Pose,
+            Reference::LeastMotion => sinew_reference_kind::LeastMotion,
+        };
+        // SAFETY: checked; writable by contract.
+        unsafe { write(out_kind, kind as u32, "out_kind") }
     })
 }
 
 /// Copies the problem's reference pose (see `sinew_problem_set_reference`) into
 /// `out_rotations` (at least 4·N doubles; `out_rotations_len` is its length in doubles) and
 /// `out_root_translation` (3 doubles; may be NULL), and writes to `*out_has_reference` whether
-/// one is set (1) or not (0; the buffers then receive the rest pose: identity rotations and a
-/// zero translation). `out_rotations` may be NULL with length 0 to ask
+/// a pose is set (1) or not (0: the reference is the rest pose or none, see
+/// `sinew_problem_reference_kind`; the buffers then receive the rest pose: identity rotations
+/// and a zero translation). `out_rotations` may be NULL with length 0 to ask
 /// only whether there is one.
 ///
 /// Errors: `NULL_ARGUMENT`, `MISALIGNED_POINTER`, `BUFFER_TOO_SMALL`.
@@ -657,7 +710,7 @@ pub unsafe extern "C" fn sinew_problem_reference(
         };
         let rest = Pose::rest(n);
         let reference = p.problem.reference();
-        let pose = reference.unwrap_or(&rest);
+        let pose = reference.pose().unwrap_or(&rest);
         if let Some(rot) = rot {
             for (i, q) in pose.rotations.iter().enumerate() {
                 rot.set_all(4 * i, args::wxyz(*q));
@@ -667,7 +720,7 @@ pub unsafe extern "C" fn sinew_problem_reference(
             root.set_all(0, pose.root_translation.to_array());
         }
         // SAFETY: checked; writable by contract.
-        unsafe { write(out_has_reference, reference.is_some(), "out_has_reference") }
+        unsafe { write(out_has_reference, reference.pose().is_some(), "out_has_reference") }
     })
 }
 

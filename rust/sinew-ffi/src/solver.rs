@@ -78,6 +78,22 @@ pub enum sinew_root_mode {
     Free = 1,
 }
 
+/// What the freedom the goals leave falls back to, for `sinew_problem_set_reference_kind` and
+/// `sinew_problem_reference_kind`.
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(non_camel_case_types)]
+pub enum sinew_reference_kind {
+    /// The rest pose (the default): identity rotations, unit lengths, the start's root
+    /// translation.
+    Rest = 0,
+    /// A pose given with `sinew_problem_set_reference`.
+    Pose = 1,
+    /// No reference: each method's answer is where its steps lead from the start (`fabrik` and
+    /// `dls`: near the least joint motion from it, in a few iterations).
+    LeastMotion = 2,
+}
+
 /// Why a solve stopped, in `sinew_solve_info.stop_reason`.
 #[repr(u32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::ptr::{null, null_mut};
 
 use glam::{DMat4, DVec3};
-use sinew::{sinew_goal, sinew_goal_kind, sinew_method, sinew_problem, sinew_rig, sinew_settings, sinew_solve_info, sinew_solver, sinew_status};
-use sinew_core::{FrameTargets, JointLimit, Pose, Problem, Solution, Swing};
+use sinew::{sinew_goal, sinew_goal_kind, sinew_method, sinew_problem, sinew_reference_kind, sinew_rig, sinew_settings, sinew_solve_info, sinew_solver, sinew_status};
+use sinew_core::{FrameTargets, JointLimit, Pose, Problem, Reference, Solution, Swing};
 
 type Status = u32;
 
@@ -118,6 +118,8 @@ c_api! {
     fn sinew_problem_set_reference(problem: *mut sinew_problem, rot: *const f64, rot_len: usize, root: *const f64) -> Status;
     fn sinew_problem_reference(problem: *const sinew_problem, rot: *mut f64, rot_len: usize, root: *mut f64,
         has: *mut bool) -> Status;
+    fn sinew_problem_set_reference_kind(problem: *mut sinew_problem, kind: u32) -> Status;
+    fn sinew_problem_reference_kind(problem: *const sinew_problem, out: *mut u32) -> Status;
     fn sinew_solver_orientation_residuals(solver: *const sinew_solver, out: *mut f64, len: usize) -> Status;
     fn sinew_solver_solve_sequence_with_references(solver: *mut sinew_solver, problem: *const sinew_problem,
         start: *const f64, start_len: usize, start_root: *const f64, frames: usize,
@@ -778,13 +780,39 @@ fn references_match_the_core(api: &Api) {
     let solver = api.solver_for(problem);
     let mut has = true;
     api.ok(unsafe { api.sinew_problem_reference(problem, null_mut(), 0, null_mut(), &mut has) });
-    assert!(!has, "no reference in the file");
+    assert!(!has, "no reference pose in the file");
+    let kind = |problem| {
+        let mut kind = u32::MAX;
+        api.ok(unsafe { api.sinew_problem_reference_kind(problem, &mut kind) });
+        kind
+    };
+    assert_eq!(kind(problem), sinew_reference_kind::Rest as u32, "the rest pose by default");
     let plain = lp.method.solver(lp.settings).unwrap().solve(&lp.problem, &lp.pose).unwrap();
+    api.ok(unsafe { api.sinew_solver_solve(solver, problem, null(), 0, null(), null_mut()) });
+    assert_same(&api.rotations(solver, n), &core_rotations(&plain), "solve toward the rest pose");
+    // No reference: the core's least-motion answer, not the rest pose's.
+    api.ok(unsafe { api.sinew_problem_set_reference_kind(problem, sinew_reference_kind::LeastMotion as u32) });
+    assert_eq!(kind(problem), sinew_reference_kind::LeastMotion as u32);
+    let mut least = lp.problem.clone();
+    least.set_reference(Reference::LeastMotion).unwrap();
+    let least = lp.method.solver(lp.settings).unwrap().solve(&least, &lp.pose).unwrap();
+    api.ok(unsafe { api.sinew_solver_solve(solver, problem, null(), 0, null(), null_mut()) });
+    assert_same(&api.rotations(solver, n), &core_rotations(&least), "solve without a reference");
+    assert!(core_rotations(&least).iter().zip(core_rotations(&plain)).any(|(a, b)| (a - b).abs() > 1e-3), "the reference changes this answer");
+    unsafe {
+        let msg = api.expect(api.sinew_problem_set_reference_kind(problem, sinew_reference_kind::Pose as u32), sinew_status::InvalidArgument);
+        assert!(msg.contains("sinew_problem_set_reference"), "{msg}");
+        api.expect(api.sinew_problem_set_reference_kind(problem, 3), sinew_status::InvalidArgument);
+        api.expect(api.sinew_problem_set_reference_kind(null_mut(), 0), sinew_status::NullArgument);
+        api.expect(api.sinew_problem_reference_kind(problem, null_mut()), sinew_status::NullArgument);
+    }
+    assert_eq!(kind(problem), sinew_reference_kind::LeastMotion as u32, "unchanged by the errors");
 
     let reference = Pose { rotations: bent_pose(n, 0.0).iter().map(|q| *q * 2.0).collect(), root_translation: DVec3::new(0.0, 0.1, 0.0), scales: Vec::new() };
     let flat = flat_wxyz(&reference.rotations);
     api.ok(unsafe { api.sinew_problem_set_reference(problem, flat.as_ptr(), flat.len(), reference.root_translation.to_array().as_ptr()) });
-    lp.problem.set_reference(Some(&reference)).unwrap();
+    lp.problem.set_reference(Reference::Pose(reference.clone())).unwrap();
+    assert_eq!(kind(problem), sinew_reference_kind::Pose as u32);
     let core = lp.method.solver(lp.settings).unwrap().solve(&lp.problem, &lp.pose).unwrap();
     api.ok(unsafe { api.sinew_solver_solve(solver, problem, null(), 0, null(), null_mut()) });
     let with_ref = api.rotations(solver, n);
@@ -808,7 +836,7 @@ fn references_match_the_core(api: &Api) {
     let mut root = [f64::NAN; 3];
     api.ok(unsafe { api.sinew_problem_reference(problem, back.as_mut_ptr(), back.len(), root.as_mut_ptr(), &mut has) });
     assert!(has);
-    assert_same(&back, &flat_wxyz(&lp.problem.reference().unwrap().rotations), "reference read back");
+    assert_same(&back, &flat_wxyz(&lp.problem.reference().pose().unwrap().rotations), "reference read back");
     assert_eq!(root, [0.0, 0.1, 0.0]);
     // Goal changes keep it; a bad reference changes nothing; NULL clears it.
     let mut goal = std::mem::MaybeUninit::<sinew_goal>::uninit();
@@ -835,7 +863,7 @@ fn references_match_the_core(api: &Api) {
         api.expect(api.sinew_problem_set_reference(problem, raw.as_ptr().add(1).cast(), 4 * n, null()), sinew_status::MisalignedPointer);
         api.ok(api.sinew_problem_reference(problem, back.as_mut_ptr(), back.len(), null_mut(), &mut has));
         assert!(has);
-        assert_same(&back, &flat_wxyz(&lp.problem.reference().unwrap().rotations), "unchanged after errors");
+        assert_same(&back, &flat_wxyz(&lp.problem.reference().pose().unwrap().rotations), "unchanged after errors");
         api.expect(api.sinew_problem_reference(problem, back.as_mut_ptr(), 4 * n - 1, null_mut(), &mut has), sinew_status::BufferTooSmall);
         api.expect(api.sinew_problem_reference(problem, back.as_mut_ptr(), back.len(), null_mut(), null_mut()), sinew_status::NullArgument);
         api.ok(api.sinew_problem_set_reference(problem, null(), 0, null()));
@@ -843,6 +871,7 @@ fn references_match_the_core(api: &Api) {
         assert!(!has);
         assert_same(&back, &flat_wxyz(&vec![glam::DQuat::IDENTITY; n]), "the rest pose without a reference");
         assert_eq!(root, [0.0; 3]);
+        assert_eq!(kind(problem), sinew_reference_kind::Rest as u32, "NULL restores the rest pose");
         api.sinew_solver_free(solver);
         api.sinew_problem_free(problem);
     }

@@ -60,8 +60,8 @@ struct Inputs {
     goals: Vec<PyGoal>,
     start: Pose,
     root: sinew::RootMode,
-    /// The reference pose, if given (rotations, or a root translation, or both).
-    reference: Option<Pose>,
+    /// What the freedom falls back to: the rest pose unless `reference` named another.
+    reference: sinew::Reference,
 }
 
 fn read_inputs(
@@ -81,14 +81,15 @@ fn read_inputs(
     }
     start.root_translation = read_opt_vec3(root_translation, "root_translation")?.unwrap_or(DVec3::ZERO);
     start.scales = read_opt_f64(scales, "scales", &[Dim::Is(n)])?.unwrap_or_default();
-    Ok(Inputs { rig, goals, start, root: root_mode(root)?, reference: None })
+    Ok(Inputs { rig, goals, start, root: root_mode(root)?, reference: sinew::Reference::Rest })
 }
 
-/// Reads the reference pose arguments of `solve` or `solve_sequence` into `inputs` (`None` for
-/// all: no reference). A reference is given by its rotations or its root translation (or, for a
-/// sequence with per-frame `references`, by those); its root translation where none is given is
-/// `default_root` (`solve`: zero; a sequence: the start's). `reference_scales` alone is no
-/// reference: it is refused (SettingsError), not read as one toward the rest pose.
+/// Reads the reference arguments of `solve` or `solve_sequence` into `inputs`: `reference` may
+/// be `"rest"` (as when nothing is given: the rest pose) or `"least_motion"` (none); a reference
+/// pose is given by its rotations or its root translation (or, for a sequence with per-frame
+/// `references`, by those); its root translation where none is given is `default_root`
+/// (`solve`: zero; a sequence: the start's). `reference_scales` without a pose is refused
+/// (SettingsError), not read as one toward the rest pose.
 fn read_reference(
     inputs: &mut Inputs,
     reference: Option<&Bound<'_, PyAny>>,
@@ -98,17 +99,32 @@ fn read_reference(
     per_frame_references: bool,
 ) -> PyResult<()> {
     let n = inputs.rig.len();
+    let named = match reference.map(|r| r.extract::<String>()) {
+        Some(Ok(name)) => Some(match name.as_str() {
+            "rest" => sinew::Reference::Rest,
+            "least_motion" => sinew::Reference::LeastMotion,
+            _ => return Err(SettingsError::new_err(format!("reference \"{name}\" is not \"rest\", \"least_motion\" or an (N, 4) array"))),
+        }),
+        _ => None,
+    };
+    if let Some(named) = named {
+        if reference_root_translation.is_some_and(|r| !r.is_none()) || reference_scales.is_some_and(|r| !r.is_none()) {
+            return Err(SettingsError::new_err("reference_root_translation and reference_scales belong to a reference pose, not to a named reference"));
+        }
+        inputs.reference = named;
+        return Ok(());
+    }
     let rotations = read_opt_f64(reference, "reference", &[Dim::Is(n), Dim::Is(4)])?;
     let root = read_opt_vec3(reference_root_translation, "reference_root_translation")?;
     let scales = read_opt_f64(reference_scales, "reference_scales", &[Dim::Is(n)])?;
     inputs.reference = match (rotations, root, scales) {
-        (None, None, None) => None,
+        (None, None, None) => sinew::Reference::Rest,
         (None, None, Some(_)) if !per_frame_references => {
             return Err(SettingsError::new_err(
                 "reference_scales is given without a reference: pass the reference (or, to a sequence, references) it belongs to",
             ));
         }
-        (r, t, s) => Some(Pose {
+        (r, t, s) => sinew::Reference::Pose(Pose {
             rotations: r.map_or_else(|| vec![DQuat::IDENTITY; n], |r| quats_from_wxyz(&r)),
             root_translation: t.unwrap_or(default_root),
             scales: s.unwrap_or_default(),
@@ -122,8 +138,8 @@ impl Inputs {
     fn problem(&self) -> sinew::Result<Problem> {
         let goals = core_goals(&self.goals, &self.rig)?;
         let mut problem = Problem::new((*self.rig).clone(), goals, self.root)?;
-        if let Some(r) = &self.reference {
-            problem.set_reference(Some(r)).map_err(|e| match e {
+        if self.reference != sinew::Reference::Rest {
+            problem.set_reference(self.reference.clone()).map_err(|e| match e {
                 sinew::Error::ShapeMismatch { expected, got, .. } => {
                     sinew::Error::ShapeMismatch { what: "reference".into(), expected, got }
                 }

@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 use common::{Rng, jitter, load, mean, median, reconstruct, synth_motion, without_limits};
 use criterion::{Criterion, criterion_group};
 use glam::DVec3;
-use sinew::{LoadedProblem, Method, Pose, Problem, Solution, SolveSettings};
+use sinew::{LoadedProblem, Method, Pose, Problem, Reference, Solution, SolveSettings};
 
 const CASES: usize = 1000;
 const FRAMES: usize = 1000;
@@ -202,7 +202,7 @@ fn tracking_run(file: &str, method: Method, tracks: &[Vec<DVec3>], rest_referenc
             p.set_target(gi, *t).unwrap();
         }
         if rest_reference {
-            p.set_reference(Some(&Pose::rest(p.rig().len()))).unwrap();
+            p.set_reference(Reference::Pose(Pose::rest(p.rig().len()))).unwrap();
         }
         let sol = solver.solve(&p, &pose).unwrap();
         frames.push((p, pose));
@@ -419,7 +419,7 @@ fn benches(c: &mut Criterion) {
                 .zip(&run.solutions)
                 .step_by(20)
                 .map(|((p, _), warm)| {
-                    let c = cold.solve(p, p.reference().unwrap()).unwrap();
+                    let c = cold.solve(p, p.reference().pose().unwrap()).unwrap();
                     warm.pose.max_angle_to(&c.pose)
                 })
                 .fold(0.0, f64::max);
@@ -432,8 +432,9 @@ fn benches(c: &mut Criterion) {
     // the true pose at the four effectors, solved with and without the limits.
     let lp = load("paper_humanoid13_constrained.json");
     let constrained = lp.problem.clone();
-    let free =
+    let mut free =
         Problem::new(without_limits(constrained.rig()), constrained.goals().to_vec(), constrained.root()).unwrap();
+    free.set_reference(constrained.reference().clone()).unwrap();
     writeln!(stats, "reconstruction (§4.3.2), {FRAMES} frames at 30 fps per seed, mean joint-position error over all 18 joint points:").unwrap();
     let (mut ec, mut eu) = (Vec::new(), Vec::new());
     for seed in 1..=3 {
@@ -466,7 +467,7 @@ fn benches(c: &mut Criterion) {
     // The same with the rest pose as the reference (the pose nearest it among those that meet
     // the goals, `Problem::set_reference`), both methods.
     let mut with_rest = constrained.clone();
-    with_rest.set_reference(Some(&Pose::rest(with_rest.rig().len()))).unwrap();
+    with_rest.set_reference(Reference::Pose(Pose::rest(with_rest.rig().len()))).unwrap();
     for method in [Method::Fabrik, Method::Dls] {
         let mut er = Vec::new();
         for seed in 1..=3 {
@@ -514,7 +515,8 @@ fn benches(c: &mut Criterion) {
     // the limbs' inner joints solved; constrained and not, both methods.
     for orientation in [false, true] {
         let marked = common::with_trunk_marker(&constrained, orientation);
-        let marked_free = Problem::new(without_limits(marked.rig()), marked.goals().to_vec(), marked.root()).unwrap();
+        let mut marked_free = Problem::new(without_limits(marked.rig()), marked.goals().to_vec(), marked.root()).unwrap();
+        marked_free.set_reference(marked.reference().clone()).unwrap();
         let what = if orientation { "chest point and rotation" } else { "chest point" };
         for method in [Method::Fabrik, Method::Dls] {
             for (limits, p) in [("constrained", &marked), ("unconstrained", &marked_free)] {

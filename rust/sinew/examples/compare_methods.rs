@@ -44,7 +44,7 @@ use std::time::Instant;
 
 use glam::{DQuat, DVec3};
 use serde::Serialize;
-use sinew::{Bone, Goal, JointLimit, LoadedProblem, Method, Pose, Problem, Rig, RootMode, Solution, SolveSettings, StopReason};
+use sinew::{Bone, Goal, JointLimit, LoadedProblem, Method, Pose, Problem, Reference, Rig, RootMode, Solution, SolveSettings, StopReason};
 
 // ---------------------------------------------------------------------------------------------
 // Small helpers
@@ -565,7 +565,9 @@ fn main() {
         (60, true, "thesis_4.3", "thesis Table 4.3", 4),
     ] {
         let rig = chain(n, 1.0);
-        let problem = Problem::new(rig.clone(), vec![Goal::new(n - 1, DVec3::X)], RootMode::Pinned).unwrap();
+        let mut problem = Problem::new(rig.clone(), vec![Goal::new(n - 1, DVec3::X)], RootMode::Pinned).unwrap();
+        // The thesis' methods as published: no reference pose.
+        problem.set_reference(Reference::LeastMotion).unwrap();
         let mut rng = Rng::new(if in_range { 18 } else { 180 });
         let targets = if in_range { path(&mut rng, 9, 0.35, 0.85, n as f64) } else { path(&mut rng, 9, 1.2, 1.6, n as f64) };
         let cases: Vec<Case> = targets.iter().map(|t| Case { problem: with_targets(&problem, &[*t]), start: None }).collect();
@@ -577,7 +579,8 @@ fn main() {
         setups.push(run_setup(id, paper, &title, &format!("chain of {n} unit bones"), settings, &Pose::rest(n), &cases, scale(cycles), rate));
     }
     let (tree, tips) = tree33();
-    let problem = Problem::new(tree.clone(), tips.iter().map(|&t| Goal::new(t, DVec3::X)).collect(), RootMode::Pinned).unwrap();
+    let mut problem = Problem::new(tree.clone(), tips.iter().map(|&t| Goal::new(t, DVec3::X)).collect(), RootMode::Pinned).unwrap();
+    problem.set_reference(Reference::LeastMotion).unwrap();
     for (in_range, id, paper) in [(true, "thesis_4.5", "thesis Table 4.5"), (false, "thesis_4.7", "thesis Table 4.7")] {
         let mut rng = Rng::new(if in_range { 33 } else { 330 });
         let sets: Vec<Vec<DVec3>> = (0..4)

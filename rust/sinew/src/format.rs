@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::goal::{Goal, GoalKind, Pole};
 use crate::limits::JointLimit;
 use crate::pose::Pose;
-use crate::problem::{Problem, RootMode};
+use crate::problem::{Problem, Reference, RootMode};
 use crate::rig::{Bone, Rig, rotation_from_head_tail};
 use crate::solver::{Method, SolveSettings, Solution, StopReason};
 
@@ -166,6 +166,52 @@ impl PoseFile {
     }
 }
 
+/// A file's `"reference"` ([`Reference`]): `"rest"` (also when absent), `"least_motion"`, or a
+/// pose written as `pose` is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReferenceFile {
+    /// `"rest"`: [`Reference::Rest`].
+    Rest,
+    /// A pose: [`Reference::Pose`].
+    Pose(PoseFile),
+    /// `"least_motion"`: [`Reference::LeastMotion`].
+    LeastMotion,
+}
+
+impl Serialize for ReferenceFile {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            Self::Rest => s.serialize_str("rest"),
+            Self::LeastMotion => s.serialize_str("least_motion"),
+            Self::Pose(p) => p.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ReferenceFile {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        use serde::de::Error as _;
+        match serde_json::Value::deserialize(d)? {
+            serde_json::Value::String(s) if s == "rest" => Ok(Self::Rest),
+            serde_json::Value::String(s) if s == "least_motion" => Ok(Self::LeastMotion),
+            serde_json::Value::String(s) => Err(D::Error::custom(format!("reference \"{s}\" is not \"rest\", \"least_motion\" or a pose"))),
+            v => PoseFile::deserialize(v).map(Self::Pose).map_err(|e| D::Error::custom(format!("reference: {e}"))),
+        }
+    }
+}
+
+impl ReferenceFile {
+    /// Describes `reference`.
+    #[must_use]
+    pub fn from_reference(reference: &Reference) -> Self {
+        match reference {
+            Reference::Rest => Self::Rest,
+            Reference::Pose(p) => Self::Pose(PoseFile::from_pose(p)),
+            Reference::LeastMotion => Self::LeastMotion,
+        }
+    }
+}
+
 /// A whole problem file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -186,10 +232,10 @@ pub struct ProblemFile {
     /// Optional start pose (rest pose when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pose: Option<PoseFile>,
-    /// Optional reference pose: where the freedom the goals leave falls back to
-    /// ([`Problem::reference`]; the rest pose when absent). Validated as `pose` is.
+    /// Optional reference: where the freedom the goals leave falls back to
+    /// ([`Problem::reference`]; the rest pose when absent). A pose is validated as `pose` is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reference: Option<PoseFile>,
+    pub reference: Option<ReferenceFile>,
 }
 
 /// A problem read from a file, with the settings and start pose it carries.
@@ -334,14 +380,16 @@ impl ProblemFile {
             None => Pose::rest(problem.rig().len()),
             Some(p) => problem.checked_pose(&p.to_pose())?,
         };
-        if let Some(r) = &self.reference {
-            problem.set_reference(Some(&r.to_pose())).map_err(|e| match e {
+        if let Some(ReferenceFile::Pose(r)) = &self.reference {
+            problem.set_reference(Reference::Pose(r.to_pose())).map_err(|e| match e {
                 Error::ShapeMismatch { expected, got, .. } => {
                     Error::ShapeMismatch { what: "reference rotations".into(), expected, got }
                 }
                 Error::NonFinite { what } => Error::NonFinite { what: format!("reference: {what}") },
                 other => other,
             })?;
+        } else if let Some(ReferenceFile::LeastMotion) = &self.reference {
+            problem.set_reference(Reference::LeastMotion)?;
         }
         Ok(LoadedProblem { problem, method: self.settings.method, settings: self.settings.settings.validated()?, pose })
     }
@@ -503,9 +551,11 @@ mod tests {
 
     #[test]
     fn reads_a_reference_pose() {
-        assert_eq!(Problem::from_json(CHAIN).unwrap().problem.reference(), None);
+        assert_eq!(Problem::from_json(CHAIN).unwrap().problem.reference(), &Reference::Rest, "the rest pose when absent");
+        assert_eq!(Problem::from_json(&with_reference("\"rest\"")).unwrap().problem.reference(), &Reference::Rest);
+        assert_eq!(Problem::from_json(&with_reference("\"least_motion\"")).unwrap().problem.reference(), &Reference::LeastMotion);
         let lp = Problem::from_json(&with_reference(r#"{"rotations": [[2,0,0,0], [0.9,0.1,0,0]], "root_translation": [1,2,3]}"#)).unwrap();
-        let r = lp.problem.reference().expect("a reference");
+        let r = lp.problem.reference().pose().expect("a reference pose");
         assert_eq!(r.rotations[0], DQuat::IDENTITY, "normalised");
         assert!((r.rotations[1].length() - 1.0).abs() < 1e-15);
         assert!(r.rotations[1].angle_between(DQuat::from_xyzw(0.1, 0.0, 0.0, 0.9).normalize()) < 1e-12);
@@ -514,8 +564,13 @@ mod tests {
         assert_eq!(lp.pose, Pose::rest(2));
         // Round trip through the file type.
         let file = ProblemFile::from_json(&with_reference(r#"{"rotations": [[1,0,0,0], [1,0,0,0]]}"#)).unwrap();
-        assert_eq!(file.reference.as_ref().unwrap().root_translation, [0.0; 3]);
+        assert!(matches!(&file.reference, Some(ReferenceFile::Pose(p)) if p.root_translation == [0.0; 3]));
         assert_eq!(ProblemFile::from_json(&file.to_json()).unwrap(), file);
+        for kind in ["\"rest\"", "\"least_motion\""] {
+            let file = ProblemFile::from_json(&with_reference(kind)).unwrap();
+            assert!(file.to_json().contains(&format!("\"reference\": {kind}")), "{}", file.to_json());
+            assert_eq!(ProblemFile::from_json(&file.to_json()).unwrap(), file);
+        }
     }
 
     #[test]
@@ -527,7 +582,9 @@ mod tests {
         let e = Problem::from_json(&with_reference(r#"{"rotations": [[1,0,0,0], [1,0,0,0]], "root_translation": [1e999,0,0]}"#));
         assert!(e.is_err());
         let e = Problem::from_json(&with_reference(r#"{"rotations": [[1,0,0,0], [1,0,0,0]], "extra": 1}"#)).unwrap_err();
-        assert!(matches!(e, Error::Format(_)), "{e}");
+        assert!(matches!(&e, Error::Format(m) if m.contains("reference") && m.contains("extra")), "{e}");
+        let e = Problem::from_json(&with_reference("\"none\"")).unwrap_err();
+        assert!(matches!(&e, Error::Format(m) if m.contains("\"none\" is not")), "{e}");
     }
 
     #[test]

@@ -46,11 +46,11 @@ pub mod rotations;
 pub mod solver;
 
 pub use error::{Error, Result};
-pub use format::{LoadedProblem, ProblemFile, SolutionFile};
+pub use format::{LoadedProblem, ProblemFile, ReferenceFile, SolutionFile};
 pub use goal::{Demand, Goal, GoalKind, Pole};
 pub use limits::{ConeLimit, ConeShape, Freedom, HingeLimit, JointLimit, LimitState, Swing, TwistLimit};
 pub use pose::{Frames, MAX_SCALE, MIN_SCALE, Pose};
-pub use problem::{Problem, RootMode, Topology};
+pub use problem::{Problem, Reference, RootMode, Topology};
 pub use rig::{Bone, BoneRef, CONNECTED_TOLERANCE, Rig};
 pub use solver::{
     Ccd, Dls, Fabrik, FabrikClassic, FrameTargets, JacobianPinv, JacobianTranspose, Method, Sdls, SolveSettings, Solution, Solver, StopReason, SvdDls,

@@ -22,6 +22,38 @@ pub enum RootMode {
     Free,
 }
 
+/// What the freedom the goals leave falls back to ([`Problem::reference`]).
+///
+/// Among the poses that meet the goals, `fabrik` and `dls` return the one nearest the reference
+/// in a weighted joint-space measure (see [`crate::solver`]'s module docs); the other methods
+/// start from it. Issue #13: an animator expects the pose nearest one they know (the rest pose,
+/// or in a DCC the keyed pose before IK), not wherever the steps from the last answer stop.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Reference {
+    /// The rest pose (the default): identity rotations, unit lengths, and the start's root
+    /// translation (a free root is not pulled anywhere).
+    #[default]
+    Rest,
+    /// This pose: its rotations, its lengths where it has them, and its root translation for a
+    /// free root. In a DCC, the pose before IK (the keyed animation at the frame being solved).
+    Pose(Pose),
+    /// No reference: each method's answer is where its steps lead from the start (`fabrik` and
+    /// `dls`: near the least joint motion from it, in a few iterations). For tracking where only
+    /// speed matters, and to measure the papers' methods as published.
+    LeastMotion,
+}
+
+impl Reference {
+    /// The reference's pose, where one is given ([`Reference::Pose`]).
+    #[must_use]
+    pub fn pose(&self) -> Option<&Pose> {
+        match self {
+            Self::Pose(p) => Some(p),
+            _ => None,
+        }
+    }
+}
+
 /// The derived chain structure of a problem: what every method uses. What only FABRIK uses
 /// (what pulls each bone, the reaches of lone chains, free tails, the serial chain) is its
 /// solvers' plan (`solver/fabrik/plan.rs`), kept between solves by `Problem::structure_id`.
@@ -261,8 +293,8 @@ pub struct Problem {
     goals: Vec<Goal>,
     root: RootMode,
     topology: Topology,
-    /// The pose the redundant freedom falls back to (`None`: none, see [`Problem::reference`]).
-    reference: Option<Pose>,
+    /// What the redundant freedom falls back to (see [`Problem::reference`]).
+    reference: Reference,
     /// See [`Problem::structure_id`].
     structure: u64,
 }
@@ -337,7 +369,7 @@ impl Problem {
                 ),
             });
         }
-        Ok(Self { rig, goals, root, topology, reference: None, structure: next_structure() })
+        Ok(Self { rig, goals, root, topology, reference: Reference::Rest, structure: next_structure() })
     }
 
     /// The goals in groups that share no moving bone and move no other group's effector
@@ -380,40 +412,46 @@ impl Problem {
         self.rig.copy_root_rests_from(&whole.rig);
     }
 
-    /// The reference pose: where the freedom the goals leave falls back to. Among the poses that
-    /// meet the goals, `fabrik` and `dls` return the one nearest it (see [`crate::solver`]'s
-    /// module docs): a spine shares its bend as the reference does, a limb keeps its bend plane,
-    /// and no bone twists unless an orientation goal or a pole asks; the other methods start
-    /// from it. In a DCC it is the pose before IK: the keyed animation, as Blender's IK starts
-    /// from. `None` (the default) is no reference: each method's answer is where its steps lead
-    /// from the start (for `fabrik` and `dls`, near the least joint motion from it). To prefer
-    /// the rest pose, set it ([`Pose::rest`]); making it the default is issue #13's, not done.
+    /// What the freedom the goals leave falls back to ([`Reference`]; the rest pose unless set).
+    /// Among the poses that meet the goals, `fabrik` and `dls` return the one nearest it (see
+    /// [`crate::solver`]'s module docs): a spine shares its bend as the reference does, a limb
+    /// keeps its bend plane, and no bone twists unless an orientation goal or a pole asks; the
+    /// other methods start from it.
     #[must_use]
-    pub fn reference(&self) -> Option<&Pose> {
-        self.reference.as_ref()
+    pub fn reference(&self) -> &Reference {
+        &self.reference
     }
 
-    /// Sets the reference pose (see [`Problem::reference`]); `None` removes it. Stored
-    /// with unit quaternions.
+    /// Whether the freedom falls back to a reference: anything but [`Reference::LeastMotion`].
+    #[must_use]
+    pub fn has_reference(&self) -> bool {
+        !matches!(self.reference, Reference::LeastMotion)
+    }
+
+    /// Sets the reference (see [`Problem::reference`]). A given pose is checked as a start pose
+    /// is and stored with unit quaternions.
     ///
     /// # Errors
-    /// The errors of [`Problem::checked_pose`]; nothing changes on error.
-    pub fn set_reference(&mut self, pose: Option<&Pose>) -> Result<()> {
-        self.reference = pose.map(|p| self.checked_pose(p)).transpose()?;
+    /// The errors of [`Problem::checked_pose`] for a [`Reference::Pose`]; nothing changes on error.
+    pub fn set_reference(&mut self, reference: Reference) -> Result<()> {
+        self.reference = match reference {
+            Reference::Pose(p) => Reference::Pose(self.checked_pose(&p)?),
+            other => other,
+        };
         Ok(())
     }
 
-    /// The reference pose's rotations (rest where none is set) clamped into every bone's limit,
+    /// The reference's rotations (rest for [`Reference::Rest`] and [`Reference::LeastMotion`]) clamped into every bone's limit,
     /// written into `out`; bones no goal moves, and locked ones, keep `start`'s (they keep their
     /// start in a solve). Its length scales into `scales`: empty for a problem without stretch
     /// whose start has none, else the reference's for the bones whose length is an unknown (1 where it has none) and
-    /// `start`'s for the others. Returns the root translation: the reference's for a free root
-    /// that has one, else `start`'s.
+    /// `start`'s for the others. Returns the root translation: a given reference pose's for a free
+    /// root, else `start`'s.
     pub(crate) fn reference_into(&self, start: &Pose, out: &mut Vec<DQuat>, scales: &mut Vec<f64>) -> DVec3 {
         out.clear();
         match &self.reference {
-            Some(r) => out.extend_from_slice(&r.rotations),
-            None => out.resize(self.rig.len(), DQuat::IDENTITY),
+            Reference::Pose(r) => out.extend_from_slice(&r.rotations),
+            Reference::Rest | Reference::LeastMotion => out.resize(self.rig.len(), DQuat::IDENTITY),
         }
         let active = &self.topology.is_active;
         for (i, q) in out.iter_mut().enumerate() {
@@ -424,11 +462,11 @@ impl Problem {
         if !self.topology.stretchy.is_empty() || !start.scales.is_empty() {
             scales.extend((0..self.rig.len()).map(|i| start.scale(i)));
             for &i in &self.topology.stretchy {
-                scales[i] = self.reference.as_ref().map_or(1.0, |r| r.scale(i));
+                scales[i] = self.reference.pose().map_or(1.0, |r| r.scale(i));
             }
         }
         match (&self.reference, self.root) {
-            (Some(r), RootMode::Free) => r.root_translation,
+            (Reference::Pose(r), RootMode::Free) => r.root_translation,
             _ => start.root_translation,
         }
     }
@@ -842,7 +880,7 @@ mod tests {
         p.set_pole_target(0, DVec3::Z).unwrap();
         p.set_orientation(1, Some(DQuat::from_rotation_x(0.3))).unwrap();
         p.set_kind(0, GoalKind::Plane { normal: DVec3::Y }).unwrap();
-        p.set_reference(Some(&Pose::rest(9))).unwrap();
+        p.set_reference(Reference::Pose(Pose::rest(9))).unwrap();
         assert_eq!(p.structure_id(), id);
         let before = p.clone();
         p.set_limit(5, JointLimit::FREE).unwrap();

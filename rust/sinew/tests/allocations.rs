@@ -10,7 +10,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::load;
-use sinew::{Method, Pose};
+use sinew::{Method, Pose, Reference};
 
 struct Counting;
 
@@ -63,7 +63,7 @@ fn warm_started_tracking_allocates_only_the_solution() {
                 p.set_target(gi, targets[gi % targets.len()]).unwrap();
             }
             if toward_rest {
-                p.set_reference(Some(&Pose::rest(p.rig().len()))).unwrap();
+                p.set_reference(Reference::Pose(Pose::rest(p.rig().len()))).unwrap();
             }
             problems.push(p);
         }

@@ -4,7 +4,7 @@
 //! spine bone's cone holds it at its bound.
 
 use glam::{DQuat, DVec3};
-use sinew::{Bone, ConeLimit, Goal, HingeLimit, JointLimit, Method, Pose, Problem, Rig, RootMode, SolveSettings, Swing, TwistLimit};
+use sinew::{Bone, ConeLimit, Goal, HingeLimit, JointLimit, Method, Pose, Problem, Reference, Rig, RootMode, SolveSettings, Swing, TwistLimit};
 
 /// A hip, three spine bones with cones (Blender's ellipse, 0.12, 0.2 and 0.25 rad) and twist
 /// limits, a shoulder on the top one, and a two-bone arm (a cone-limited upper arm, a hinged
@@ -71,7 +71,7 @@ fn cold_solves_stay_continuous_while_a_cone_holds_a_spine_bone() {
             let hand = f.tails[6] + DVec3::new(0.004 * k as f64 / 40.0, 0.0, 0.0);
             let goals = vec![Goal::new(3, f.tails[3]).with_chain_length(3), Goal::new(6, hand).with_chain_length(2)];
             let mut problem = Problem::new(rig.clone(), goals, RootMode::Pinned).unwrap();
-            problem.set_reference(Some(&Pose::rest(n))).unwrap();
+            problem.set_reference(Reference::Pose(Pose::rest(n))).unwrap();
             let solution = solver.solve(&problem, &Pose::rest(n)).unwrap();
             assert!(solution.reached, "bend {bend}, side {side}, step {k}: not reached ({:?})", solution.residuals);
             let at_bound = |b: usize| {

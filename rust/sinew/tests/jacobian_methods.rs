@@ -15,8 +15,8 @@ use common::{Rng, check_fixed_point, check_solution, fk, load, straight_chain};
 use glam::{DQuat, DVec3};
 use sinew::geometry::from_rotation_vector;
 use sinew::{
-    Bone, ConeLimit, Goal, HingeLimit, JointLimit, Method, Pose, Problem, Rig, RootMode, Solution, SolveSettings, Solver,
-    StopReason, Swing, TwistLimit,
+    Bone, ConeLimit, Goal, HingeLimit, JointLimit, Method, Pose, Problem, Reference, Rig, RootMode,
+    Solution, SolveSettings, Solver, StopReason, Swing, TwistLimit,
 };
 
 /// The methods under test.
@@ -163,7 +163,7 @@ fn a_reference_pose_is_the_start() {
     for case in 0..30 {
         let (mut problem, start) = random_problem(&mut rng, 3 + case % 5, case % 2 == 0, case % 3 != 0);
         let reference = random_pose(&mut rng, problem.rig());
-        problem.set_reference(Some(&reference)).unwrap();
+        problem.set_reference(Reference::Pose(reference.clone())).unwrap();
         let other = random_pose(&mut rng, problem.rig());
         // Near (so the solve would start there): every gap within 5% of the rig's whole length,
         // which bounds every chain's reach.
@@ -469,7 +469,9 @@ fn damped_methods_settle_on_a_tree_out_of_reach_without_oscillating() {
     // The comparison's first out-of-range set (its generator and seed).
     let mut rng = Rng::new(330);
     let targets: Vec<DVec3> = tips.iter().map(|&t| (rest.tails[t].normalize() + rng.in_ball(0.3)).normalize() * rng.range(6.5, 8.0)).collect();
-    let problem = Problem::new(rig.clone(), tips.iter().zip(&targets).map(|(&t, &p)| Goal::new(t, p)).collect(), RootMode::Pinned).unwrap();
+    let mut problem = Problem::new(rig.clone(), tips.iter().zip(&targets).map(|(&t, &p)| Goal::new(t, p)).collect(), RootMode::Pinned).unwrap();
+    // The thesis' methods as published: no reference (`trace` chains one-iteration solves).
+    problem.set_reference(Reference::LeastMotion).unwrap();
     for method in [Method::Dls, Method::SvdDls, Method::Sdls] {
         let (points, full) = trace(method, &problem, &Pose::rest(rig.len()), 1e-3);
         let what = format!("{method:?}");

@@ -41,8 +41,8 @@ use proptest::prelude::*;
 use proptest::test_runner::RngSeed;
 use sinew::geometry::{angle_between, from_rotation_vector};
 use sinew::{
-    Bone, Error, Goal, GoalKind, HingeLimit, JointLimit, Method, Pole, Pose, Problem, Rig, RootMode, Solution,
-    SolveSettings, StopReason, Swing,
+    Bone, Error, Goal, GoalKind, HingeLimit, JointLimit, Method, Pole, Pose, Problem, Reference,
+    Rig, RootMode, Solution, SolveSettings, StopReason, Swing,
 };
 
 /// Iteration cap under which textbook FABRIK reaches a reachable target of an unconstrained chain
@@ -239,10 +239,11 @@ fn build_case(c: &Case, shape: Shape, limited: bool) -> Built {
         .collect();
     let root = if c.free_root { RootMode::Free } else { RootMode::Pinned };
     let mut problem = Problem::new(rig, goals, root).expect("generated problem is valid");
-    if let Some(r) = &c.reference {
-        let reference = pose_in_limits(problem.rig(), r, &start);
-        problem.set_reference(Some(&reference)).unwrap();
-    }
+    let reference = match &c.reference {
+        Some(r) => Reference::Pose(pose_in_limits(problem.rig(), r, &start)),
+        None => Reference::LeastMotion,
+    };
+    problem.set_reference(reference).unwrap();
     Built { problem, start }
 }
 
@@ -438,7 +439,7 @@ proptest! {
         }
         let goals = b.problem.goals().to_vec();
         let mut problem = Problem::new(rig, goals, b.problem.root()).unwrap();
-        problem.set_reference(b.problem.reference()).unwrap();
+        problem.set_reference(b.problem.reference().clone()).unwrap();
         let start = Pose { scales: (0..n).map(|i| if stretch[i] > 0.0 { start_scale[i] } else { 1.0 }).collect(), ..b.start.clone() };
         for method in Method::ALL {
             match solve_within_contract(method, &problem, &start, settings()) {
@@ -470,7 +471,7 @@ proptest! {
                 b.problem.set_orientation(gi, Some(f.rotations[g.bone])).unwrap();
             }
         }
-        b.problem.set_reference(None).unwrap();
+        b.problem.set_reference(Reference::LeastMotion).unwrap();
         // `fabrik` and the Jacobian family keep a pole on a shared chain at every step (a residual
         // row of its own) that may trade distance for swivel: they get the problem without poles.
         let goals = b.problem.goals().iter().map(|g| Goal { pole: None, ..*g }).collect();

@@ -227,7 +227,8 @@ fn chain10_constrained_reaches_targets_inside_its_limits() {
 fn chain10_constrained_limits_that_do_not_bind_change_nothing() {
     let lp = load("paper_chain10_constrained.json");
     let rig = lp.problem.rig();
-    let free = Problem::new(without_limits(rig), lp.problem.goals().to_vec(), lp.problem.root()).unwrap();
+    let mut free = Problem::new(without_limits(rig), lp.problem.goals().to_vec(), lp.problem.root()).unwrap();
+    free.set_reference(lp.problem.reference().clone()).unwrap();
     let mut rng = Rng::new(7);
     let mut in_limit_pose = |angle: f64| Pose {
         rotations: rig.bones().iter().map(|b| b.limit.clamp(rng.rotation(angle))).collect(),

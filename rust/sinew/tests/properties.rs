@@ -7,6 +7,10 @@
 //! target leaves the chain pointing at it; solving again from a solution is a fixed point; no NaN;
 //! the residuals reported are the distances FK gives.
 //!
+//! The cases ask for no reference (`Reference::LeastMotion`): these are the properties of the
+//! methods' own steps. Where a property holds toward the rest pose (the default) too, the case
+//! is also run with it; `reference_pose.rs` has the properties of the pull toward a reference.
+//!
 //! Case counts are kept modest (64–128) so `cargo test` stays quick in debug builds. Minimal
 //! reproductions of failures found here are plain `#[test]`s at the bottom of this file.
 
@@ -20,8 +24,8 @@ use proptest::prelude::*;
 use proptest::test_runner::RngSeed;
 use sinew::geometry::{angle_between, from_rotation_vector};
 use sinew::{
-    Bone, ConeLimit, Dls, Fabrik, Goal, HingeLimit, JointLimit, Pose, Problem, Rig, RootMode, SolveSettings, Solver,
-    StopReason, Swing, TwistLimit,
+    Bone, ConeLimit, Dls, Fabrik, Goal, HingeLimit, JointLimit, Pose, Problem, Reference, Rig,
+    RootMode, SolveSettings, Solver, StopReason, Swing, TwistLimit,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -266,7 +270,9 @@ fn build_case(c: &Case, shape: Shape, limits: Limits) -> Built {
         })
         .collect();
     let root = if c.free_root { RootMode::Free } else { RootMode::Pinned };
-    Built { problem: Problem::new(rig, goals, root).expect("generated problem is valid"), start }
+    let mut problem = Problem::new(rig, goals, root).expect("generated problem is valid");
+    problem.set_reference(Reference::LeastMotion).unwrap();
+    Built { problem, start }
 }
 
 fn settings() -> SolveSettings {
@@ -309,11 +315,15 @@ proptest! {
     #![proptest_config(config(128))]
 
     /// Whatever the rig, limits, goals and start: finite unit rotations, lengths and offsets kept,
-    /// no limit violated, locked bones unmoved, residuals = FK distances, `reached` consistent.
+    /// no limit violated, locked bones unmoved, residuals = FK distances, `reached` consistent;
+    /// with no reference and toward the rest pose (the default).
     #[test]
-    fn any_solve_is_rigid_finite_and_within_limits(c in case(8), tree in any::<bool>()) {
+    fn any_solve_is_rigid_finite_and_within_limits(c in case(8), tree in any::<bool>(), rest in any::<bool>()) {
         let shape = if tree { Shape::Tree } else { Shape::Chain };
-        let b = build_case(&c, shape, Limits::All);
+        let mut b = build_case(&c, shape, Limits::All);
+        if rest {
+            b.problem.set_reference(Reference::Rest).unwrap();
+        }
         if let Err(e) = solve_within_contract(&mut Fabrik::new(settings()), &b) {
             prop_assert!(false, "{e}");
         }
@@ -335,9 +345,7 @@ proptest! {
             }
         }
         b.problem = Problem::new(rig, b.problem.goals().to_vec(), b.problem.root()).unwrap();
-        if reference {
-            b.problem.set_reference(Some(&b.start)).unwrap();
-        }
+        b.problem.set_reference(if reference { Reference::Pose(b.start.clone()) } else { Reference::LeastMotion }).unwrap();
         for solver in [&mut Fabrik::new(settings()) as &mut dyn Solver, &mut Dls::new(settings())] {
             if let Err(e) = solve_within_contract(solver, &b) {
                 prop_assert!(false, "{} (stretches: {}): {e}", solver.name(), b.problem.stretches());
@@ -927,9 +935,10 @@ fn a_target_met_by_the_start_pose_needs_no_iteration() {
             limit: cone,
         },
     ];
-    let problem =
+    let mut problem =
         Problem::new(Rig::new(bones).unwrap(), vec![Goal::new(1, DVec3::new(0.0, 2.0, 0.0))], RootMode::Pinned)
             .unwrap();
+    problem.set_reference(Reference::LeastMotion).unwrap();
     let sol = Fabrik::new(SolveSettings::default()).solve(&problem, &Pose::rest(2)).unwrap();
     assert!(
         sol.reached && sol.iterations == 0,

@@ -8,7 +8,7 @@ mod common;
 
 use common::{Rng, check_solution, load};
 use glam::{DQuat, DVec3};
-use sinew::{Bone, Goal, HingeLimit, JointLimit, Method, Pose, Problem, Rig, RootMode, SolveSettings, Swing, solve_sequence};
+use sinew::{Bone, Goal, HingeLimit, JointLimit, Method, Pose, Problem, Reference, Rig, RootMode, SolveSettings, Swing, solve_sequence};
 
 const METHODS: [Method; 2] = [Method::Fabrik, Method::Dls];
 
@@ -21,7 +21,7 @@ fn same_rotations(a: &Pose, b: &Pose) -> bool {
 /// `problem` with its reference set to `reference` (rest by default).
 fn with_reference(mut problem: Problem, reference: Option<Pose>) -> Problem {
     let r = reference.unwrap_or_else(|| Pose::rest(problem.rig().len()));
-    problem.set_reference(Some(&r)).unwrap();
+    problem.set_reference(Reference::Pose(r.clone())).unwrap();
     problem
 }
 
@@ -232,7 +232,7 @@ fn a_sequence_s_frames_are_the_single_solves_from_their_references() {
             let mut p = lp.problem.clone();
             set_targets(&mut p, &targets[f * goals..(f + 1) * goals]);
             let reference = Pose { rotations: references[f * n..(f + 1) * n].to_vec(), root_translation: lp.pose.root_translation, scales: Vec::new() };
-            p.set_reference(Some(&reference)).unwrap();
+            p.set_reference(Reference::Pose(reference.clone())).unwrap();
             let single = method.solver(lp.settings).unwrap().solve(&p, &reference).unwrap();
             assert!(s.reached && single.reached, "{method:?} frame {f}");
             differ += usize::from(!same_rotations(&s.pose, &single.pose));
@@ -304,7 +304,7 @@ fn a_sequence_pins_the_root_at_each_frame_s_translation() {
             let mut p = lp.problem.clone();
             set_targets(&mut p, &targets[f * goals..(f + 1) * goals]);
             let reference = Pose { rotations: references[f * n..(f + 1) * n].to_vec(), root_translation: roots[f], scales: Vec::new() };
-            p.set_reference(Some(&reference)).unwrap();
+            p.set_reference(Reference::Pose(reference.clone())).unwrap();
             let single = by_frame.solve(&p, &reference).unwrap();
             assert!(same_rotations(&s.pose, &single.pose), "{method:?} frame {f}");
         }
@@ -366,7 +366,7 @@ fn a_sequence_follows_the_root_bone_s_rest_per_frame() {
         for (f, s) in sequence.iter().enumerate() {
             assert!(s.reached, "{method:?} frame {f}");
             let mut p = Problem::new(rebuilt(f), lp.problem.goals().to_vec(), lp.problem.root()).unwrap();
-            p.set_reference(lp.problem.reference()).unwrap();
+            p.set_reference(lp.problem.reference().clone()).unwrap();
             set_targets(&mut p, &targets[f * goals..(f + 1) * goals]);
             let single = by_frame.solve(&p, &start).unwrap();
             let d = s.pose.max_angle_to(&single.pose);
@@ -403,7 +403,7 @@ fn an_orientation_goal_counts_once_its_position_is_met() {
     for reference in [false, true] {
         let mut problem = Problem::new(rig.clone(), vec![goal], RootMode::Pinned).unwrap();
         if reference {
-            problem.set_reference(Some(&start)).unwrap();
+            problem.set_reference(Reference::Pose(start.clone())).unwrap();
         }
         for method in METHODS {
             let settings = SolveSettings { max_iterations: 400, ..SolveSettings::default() };
@@ -436,7 +436,7 @@ fn a_start_outside_a_limit_is_clamped_first() {
             let solve = |t: DVec3| {
                 let mut p = Problem::new(rig.clone(), vec![Goal::new(1, t)], RootMode::Pinned).unwrap();
                 if reference {
-                    p.set_reference(Some(&Pose::rest(2))).unwrap();
+                    p.set_reference(Reference::Pose(Pose::rest(2))).unwrap();
                 }
                 method.solver(SolveSettings::default()).unwrap().solve(&p, &start).unwrap()
             };
@@ -640,7 +640,7 @@ fn an_unreachable_goal_does_not_move_a_chain_it_shares_no_bone_with() {
     let problem = |arm: Option<DVec3>| {
         let goals = std::iter::once(neck_goal).chain(arm.map(|t| Goal { chain_length: 2, ..Goal::new(5, t) })).collect();
         let mut p = Problem::new(rig.clone(), goals, RootMode::Pinned).unwrap();
-        p.set_reference(Some(&Pose::rest(6))).unwrap();
+        p.set_reference(Reference::Pose(Pose::rest(6))).unwrap();
         p
     };
     let neck = |pose: &Pose| pose.rotations[1..4].iter().map(|q| q.to_array()).collect::<Vec<_>>();
@@ -654,4 +654,63 @@ fn an_unreachable_goal_does_not_move_a_chain_it_shares_no_bone_with() {
             assert_eq!(neck(&both.pose), neck(&alone.pose), "{method:?}, the arm's target {what}: the neck moved");
         }
     }
+}
+
+/// Every problem falls back to the rest pose unless told otherwise (issue #13): a new problem's
+/// reference is `Reference::Rest`, which gives the answers an explicit rest pose gives, does not
+/// depend on the start, and with a free root keeps the start's root translation (no rest
+/// translation pulls the character to the origin); `Reference::LeastMotion` gives the least-motion
+/// answer, which depends on the start.
+#[test]
+fn the_rest_pose_is_the_default_reference() {
+    let lp = load("paper_humanoid13.json");
+    let mut rng = Rng::new(23);
+    let mut default = Problem::new(lp.problem.rig().clone(), lp.problem.goals().to_vec(), RootMode::Pinned).unwrap();
+    assert_eq!(default.reference(), &Reference::Rest);
+    assert!(default.has_reference());
+    for method in METHODS {
+        let mut solver = method.solver(SolveSettings { max_iterations: 1000, ..lp.settings }).unwrap();
+        let (mut start_dependent, mut cases) = (0, 0);
+        for _ in 0..6 {
+            let targets = reachable_targets(&default, &lp.pose, &mut rng, 0.5);
+            set_targets(&mut default, &targets);
+            let bent = Pose { rotations: lp.pose.rotations.iter().map(|&q| rng.rotation(0.2) * q).collect(), ..lp.pose.clone() };
+            let bent = Pose { rotations: bent.rotations.iter().enumerate().map(|(i, &q)| default.rig().bone(i).limit.clamp(q)).collect(), ..bent };
+            let rest = with_reference(default.clone(), None);
+            let a = solver.solve(&default, &lp.pose).unwrap();
+            let b = solver.solve(&rest, &lp.pose).unwrap();
+            assert!(a.reached, "{method:?}: {:?}", a.residuals);
+            assert!(same_rotations(&a.pose, &b.pose), "{method:?}: the default is not the rest pose's answer");
+            let from_bent = solver.solve(&default, &bent).unwrap();
+            assert!(a.pose.max_angle_to(&from_bent.pose) < 1e-3, "{method:?}: the start moved the answer by {:e} rad", a.pose.max_angle_to(&from_bent.pose));
+            let mut least = default.clone();
+            least.set_reference(Reference::LeastMotion).unwrap();
+            assert!(!least.has_reference());
+            let l1 = solver.solve(&least, &lp.pose).unwrap();
+            let l2 = solver.solve(&least, &bent).unwrap();
+            assert!(l1.reached && l2.reached, "{method:?}");
+            cases += 1;
+            if l1.pose.max_angle_to(&l2.pose) > 1e-2 {
+                start_dependent += 1;
+            }
+        }
+        assert!(start_dependent * 2 >= cases, "{method:?}: least motion depended on the start in only {start_dependent} of {cases}");
+    }
+    // A free root: the rest reference keeps the start's root translation where an explicit rest
+    // pose (zero translation) pulls the root toward the origin.
+    let rig = common::straight_chain(3, JointLimit::FREE);
+    let start = Pose::new(vec![DQuat::IDENTITY; 3], DVec3::new(5.0, 0.0, 0.0));
+    let tip = rig.forward(&Pose::new(vec![DQuat::from_rotation_x(0.3); 3], start.root_translation)).tails[2];
+    let free = Problem::new(rig, vec![Goal::new(2, tip)], RootMode::Free).unwrap();
+    let sol = Method::Fabrik.solver(SolveSettings::default()).unwrap().solve(&free, &start).unwrap();
+    assert!(sol.reached);
+    let explicit = with_reference(free.clone(), None);
+    let pulled = Method::Fabrik.solver(SolveSettings::default()).unwrap().solve(&explicit, &start).unwrap();
+    assert!(pulled.reached);
+    assert!(
+        sol.pose.root_translation.distance(start.root_translation) < pulled.pose.root_translation.distance(start.root_translation) - 1.0,
+        "the default moved the root to {} (an explicit rest pose: {})",
+        sol.pose.root_translation,
+        pulled.pose.root_translation
+    );
 }

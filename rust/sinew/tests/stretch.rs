@@ -10,7 +10,8 @@ mod common;
 use common::{Rng, check_solution};
 use glam::{DQuat, DVec3};
 use sinew::{
-    Bone, Error, FrameTargets, Goal, JointLimit, Method, Pose, Problem, Rig, RootMode, SolveSettings, Solution, solve_sequence,
+    Bone, Error, FrameTargets, Goal, JointLimit, Method, Pose, Problem, Reference, Rig, RootMode,
+    SolveSettings, Solution, solve_sequence,
 };
 
 /// Blender's two-bone test chain (tests/blender's and the measurements below): the root at the
@@ -57,8 +58,9 @@ fn solve(problem: &Problem, method: Method, start: &Pose) -> Solution {
     method.solver(settings()).unwrap().solve(problem, start).unwrap()
 }
 
+/// `problem` with `reference` as its reference pose, or none (least motion) for `None`.
 fn with_reference(mut problem: Problem, reference: Option<&Pose>) -> Problem {
-    problem.set_reference(reference).unwrap();
+    problem.set_reference(reference.map_or(Reference::LeastMotion, |r| Reference::Pose(r.clone()))).unwrap();
     problem
 }
 
@@ -138,7 +140,7 @@ fn within_reach_a_chain_barely_stretches() {
         if target.length() < 0.35 * reach {
             continue;
         }
-        let plain = Problem::new(rig.clone(), vec![Goal::new(1, target)], RootMode::Pinned).unwrap();
+        let plain = with_reference(Problem::new(rig.clone(), vec![Goal::new(1, target)], RootMode::Pinned).unwrap(), None);
         let sol = solve(&plain, Method::Fabrik, &Pose::rest(2));
         assert!(sol.reached, "case {case}");
         assert_eq!(sol.pose.scales, vec![1.0, 1.0], "case {case}");
@@ -307,7 +309,7 @@ fn bad_stretch_and_scales_are_typed_errors() {
         assert!(sol.reached);
     }
     let mut p = problem.clone();
-    assert!(p.set_reference(Some(&pose(vec![1.0, 2.0, 1.0]))).is_err());
+    assert!(p.set_reference(Reference::Pose(pose(vec![1.0, 2.0, 1.0]).clone())).is_err());
 }
 
 /// The problem format: `"stretch"` per bone (0 when absent), validated, written back; a start or

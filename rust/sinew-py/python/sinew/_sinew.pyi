@@ -503,7 +503,7 @@ class Solver:
         pose: _ArrayLike | None = None,
         root_translation: Sequence[float] | _ArrayLike | None = None,
         root: _RootMode = "pinned",
-        reference: _ArrayLike | None = None,
+        reference: _ArrayLike | Literal["rest", "least_motion"] | None = None,
         reference_root_translation: Sequence[float] | _ArrayLike | None = None,
         scales: _ArrayLike | None = None,
         reference_scales: _ArrayLike | None = None,
@@ -516,12 +516,14 @@ class Solver:
             pose: (N, 4) start rotations ``(w, x, y, z)``; the rest pose if None.
             root_translation: (3,) start translation of bone 0; zero if None.
             root: ``"pinned"`` (bone 0's head stays put) or ``"free"`` (it may translate).
-            reference: (N, 4) reference rotations ``(w, x, y, z)``: where the freedom the
-                goals leave falls back to (among the poses that meet the goals, the solver
-                returns one near it). In a DCC, the pose before IK (the keyed animation at that
-                frame). If None (and no ``reference_root_translation``), no reference: the
-                answer is where the method's steps lead from ``pose`` (pass the rest pose,
-                identity rotations, to prefer it).
+            reference: where the freedom the goals leave falls back to (among the poses that
+                meet the goals, ``"fabrik"`` and ``"dls"`` return the one nearest it). (N, 4)
+                reference rotations ``(w, x, y, z)``: in a DCC, the pose before IK (the keyed
+                animation at that frame). ``"rest"`` or None (and no
+                ``reference_root_translation``): the rest pose, with ``pose``'s root translation.
+                ``"least_motion"``: no reference, the answer is where the method's steps lead
+                from ``pose`` (near the least joint motion, in a few iterations: for tracking
+                where only speed matters).
             reference_root_translation: (3,) the reference's bone 0 translation (used with
                 ``root="free"``); zero if None.
             scales: (N,) start length scales (1 for a bone whose stretch is 0); every bone at 1
@@ -546,7 +548,7 @@ class Solver:
         pose: _ArrayLike | None = None,
         root_translation: Sequence[float] | _ArrayLike | None = None,
         root: _RootMode = "pinned",
-        reference: _ArrayLike | None = None,
+        reference: _ArrayLike | Literal["rest", "least_motion"] | None = None,
         reference_root_translation: Sequence[float] | _ArrayLike | None = None,
         references: _ArrayLike | None = None,
         scales: _ArrayLike | None = None,
@@ -556,12 +558,14 @@ class Solver:
     ) -> SequenceResult:
         """Solves F frames; rotations are sign-continuous frame to frame.
 
-        With a reference (``reference`` or ``references``) each frame is solved exactly as
-        :meth:`solve` solves that frame alone from its reference (``pose`` = that frame's
-        reference): a bake's frame is the single solve of that frame. Those frames do not depend
-        on one another and are solved on up to as many threads as the machine has (the
-        environment variable ``SINEW_THREADS`` caps them), the GIL released. Without a reference each frame is warm-started from the previous frame's
-        solution (frame 0 from ``pose``): the least motion, one frame after another.
+        With a reference (the rest pose unless ``reference`` or ``references`` give another)
+        each frame is solved exactly as :meth:`solve` solves that frame alone from its
+        reference (``pose`` = that frame's reference): a bake's frame is the single solve of
+        that frame. Those frames do not depend on one another and are solved on up to as many
+        threads as the machine has (the environment variable ``SINEW_THREADS`` caps them), the
+        GIL released. With ``reference="least_motion"`` (and no ``references``) each frame is
+        warm-started from the previous frame's solution (frame 0 from ``pose``): the least
+        motion, one frame after another.
 
         Args:
             targets: (F, G, 3) per frame and goal target.

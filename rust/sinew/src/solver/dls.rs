@@ -76,7 +76,7 @@ impl PositionSolver for Dls {
         let settings = begin_solve(&self.settings, problem, start, &mut self.start_locals)?;
         self.steps.set_out_of_reach_damping(true);
         let mut pose = Pose { rotations: self.start_locals.clone(), root_translation: start.root_translation, scales: super::start_scales(problem, start) };
-        let out = if problem.reference().is_some() {
+        let out = if problem.has_reference() {
             effective_reference(problem, &pose, &mut self.reference, &mut self.reference_frames);
             // From the start when it is near the answer (tracking), else from the reference.
             problem.rig().forward_into(&pose, &mut self.start_frames);

@@ -282,7 +282,7 @@ impl<T: PositionSolver> Solver for T {
 
     fn solve(&mut self, problem: &Problem, start: &Pose) -> Result<Solution> {
         let (name, settings) = (PositionSolver::name(self), *PositionSolver::settings(self));
-        if problem.reference().is_some()
+        if problem.has_reference()
             && let Some(groups) = self.group_solve()
             && groups.refresh(problem, name, settings)?
         {
@@ -414,13 +414,12 @@ pub(crate) fn solve_goal_kinds<S: PositionSolver + ?Sized>(solver: &mut S, probl
     // start, a half-space the reference meets asks for the reference's own effector (so the
     // pose falls back to the reference, not to where the start had it), and a line or plane asks
     // for the reference effector's nearest point. Without one, on the start.
-    let mut frames = match problem.reference() {
-        Some(_) => {
-            let mut reference = Pose::default();
-            reference.root_translation = problem.reference_into(start, &mut reference.rotations, &mut reference.scales);
-            problem.rig().forward(&reference)
-        }
-        None => problem.rig().forward(&pose),
+    let mut frames = if problem.has_reference() {
+        let mut reference = Pose::default();
+        reference.root_translation = problem.reference_into(start, &mut reference.rotations, &mut reference.scales);
+        problem.rig().forward(&reference)
+    } else {
+        problem.rig().forward(&pose)
     };
     let mut last_error = f64::INFINITY;
     let (mut iterations, mut stop) = (0u32, StopReason::Stalled);

@@ -98,7 +98,7 @@ impl IterationStart {
         if problem.goals().is_empty() {
             return;
         }
-        if problem.reference().is_some() {
+        if problem.has_reference() {
             effective_reference(problem, pose, &mut self.reference, &mut self.reference_frames);
             let met = (0..problem.goals().len()).all(|gi| problem.goal_met(gi, frames, tolerance));
             if !met && !starts_near(problem, frames) {

@@ -1,14 +1,14 @@
 //! A range of frames in one call ([`solve_sequence`]): what a bake solves.
 //!
-//! - **With a reference pose** (the problem's, or one per frame: in a DCC the pose before IK at
-//!   that frame), each frame is solved on its own, from its reference, exactly as a solve of that
+//! - **With a reference** (the problem's, the rest pose unless set, or one per frame: in a DCC
+//!   the pose before IK at that frame), each frame is solved on its own, from its reference, exactly as a solve of that
 //!   frame's problem alone ([`solve_frame`]): the natural-poses issue's rule that a bake's frame
 //!   is the pose a single solve of that frame gives, as Blender's IK starts every evaluation from
 //!   the pose before IK. The answer is a function of the frame alone, so the frames are solved
 //!   side by side on up to [`std::thread::available_parallelism`] threads (`SINEW_THREADS` caps
 //!   them), each with its own solver of the same method and settings, each taking the next frames
 //!   not yet taken; the result does not depend on how many.
-//! - **Without one**, the answer is the least motion from the frame before (the tracking case of
+//! - **Without one** ([`crate::Reference::LeastMotion`]), the answer is the least motion from the frame before (the tracking case of
 //!   the FABRIK report, §4.2): each frame is warm-started from the previous answer, one after
 //!   another.
 
@@ -20,7 +20,7 @@ use glam::{DMat4, DQuat, DVec3};
 use super::{Method, Solution, Solver};
 use crate::error::{Error, Result};
 use crate::pose::Pose;
-use crate::problem::{Problem, RootMode};
+use crate::problem::{Problem, Reference, RootMode};
 
 /// Per-frame inputs for [`solve_sequence`]: one entry per goal per frame.
 #[derive(Debug, Clone, Copy)]
@@ -64,7 +64,7 @@ const BLOCK_FRAMES_PER_THREAD: usize = 256;
 
 /// Solves a whole range of frames and calls `sink(frame, &solution)` for each, in order.
 ///
-/// - Where there is a reference (the problem's, or `references`), each frame is solved from
+/// - Where there is a reference (the problem's, the rest pose unless set, or `references`), each frame is solved from
 ///   that frame's reference as a single solve of it would be (module docs): its
 ///   rotations (and lengths, where it has them) are the start, its root translation too with a
 ///   free root; a pinned root stays at `root_translations[f]`, else at `start`'s. `start` gives
@@ -73,7 +73,7 @@ const BLOCK_FRAMES_PER_THREAD: usize = 256;
 ///   [`Method::from_name`] of `solver`'s [`Solver::name`] with its settings: a solver of one's
 ///   own that takes a built-in method's name is taken to be that method; any other solves every
 ///   frame itself.
-/// - Without one, frame 0 starts from `start` and every later frame from the frame before's
+/// - Without one ([`crate::Reference::LeastMotion`] and no `references`), frame 0 starts from `start` and every later frame from the frame before's
 ///   answer (the least motion). The bones of a chain with a pole that Blender's IK would keep
 ///   (no other goal moves them) start every frame from `start` instead, as Blender's IK starts
 ///   every frame from the pose before IK: the pole's turn is measured on that pose (see
@@ -123,7 +123,7 @@ pub fn solve_sequence_until(
         problem: problem.clone(),
         // (Per-frame references give rotations; the root translation stays the problem
         // reference's, or the start's.)
-        reference: problem.reference().cloned().unwrap_or_else(|| Pose::new(vec![DQuat::IDENTITY; n], start.root_translation)),
+        reference: problem.reference().pose().cloned().unwrap_or_else(|| Pose::new(vec![DQuat::IDENTITY; n], start.root_translation)),
         inputs,
         roots: &roots,
     };
@@ -138,7 +138,7 @@ pub fn solve_sequence_until(
         previous.clone_from(&sol.pose.rotations);
         go_on
     };
-    if problem.reference().is_some() || inputs.references.is_some() {
+    if problem.has_reference() || inputs.references.is_some() {
         let threads = thread_cap().min(frames.div_ceil(FRAMES_PER_THREAD)).max(1);
         // (A solver of one of the crate's methods is made again for each other thread; any
         // other solves every frame itself.)
@@ -418,8 +418,8 @@ impl FrameSetter<'_, '_> {
             }
         }
         // (A problem without a reference gets one only from per-frame references.)
-        if inputs.references.is_some() || (inputs.root_translations.is_some() && problem.reference().is_some()) {
-            problem.set_reference(Some(&self.reference))?;
+        if inputs.references.is_some() || (inputs.root_translations.is_some() && problem.has_reference()) {
+            problem.set_reference(Reference::Pose(self.reference.clone()))?;
         }
         Ok(())
     }
@@ -468,7 +468,7 @@ mod tests {
             })
             .collect();
         let mut problem = Problem::new(Rig::new(bones).unwrap(), vec![Goal::new(2, DVec3::new(0.0, 2.0, 1.0))], RootMode::Pinned).unwrap();
-        problem.set_reference(Some(&Pose::rest(3))).unwrap();
+        problem.set_reference(Reference::Pose(Pose::rest(3))).unwrap();
         problem
     }
 
@@ -513,7 +513,7 @@ mod tests {
         let targets: Vec<DVec3> = (0..frames).map(|f| DVec3::new(f as f64 * 1e-3, 2.0, 1.0)).collect();
         let roots = [0];
         let inputs = FrameTargets { targets: &targets, orientations: None, poles: None, references: None, root_translations: None, root_rests: None };
-        let setter = FrameSetter { reference: problem.reference().unwrap().clone(), problem: problem.clone(), inputs, roots: &roots };
+        let setter = FrameSetter { reference: problem.reference().pose().unwrap().clone(), problem: problem.clone(), inputs, roots: &roots };
         let start = Pose::rest(3);
         let fabrik = || Method::Fabrik.solver(SolveSettings::default()).unwrap();
         let mut single = fabrik();
@@ -553,7 +553,7 @@ mod tests {
         for with_reference in [true, false] {
             let mut problem = chain_problem();
             if !with_reference {
-                problem.set_reference(None).unwrap();
+                problem.set_reference(Reference::LeastMotion).unwrap();
             }
             for stop_at in [0, 17, frames - 1, frames] {
                 let mut solver = Method::Fabrik.solver(SolveSettings::default()).unwrap();

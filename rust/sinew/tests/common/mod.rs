@@ -105,9 +105,11 @@ pub fn without_limits(rig: &Rig) -> Rig {
     r
 }
 
-/// The same problem with other goals (same root mode).
+/// The same problem with other goals (same root mode and reference).
 pub fn with_goals(p: &Problem, rig: Rig, goals: Vec<Goal>) -> Problem {
-    Problem::new(rig, goals, p.root()).unwrap()
+    let mut out = Problem::new(rig, goals, p.root()).unwrap();
+    out.set_reference(p.reference().clone()).unwrap();
+    out
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -413,7 +415,7 @@ pub fn with_trunk_marker(problem: &Problem, orientation: bool) -> Problem {
     let mut goals = problem.goals().to_vec();
     goals.push(goal);
     let mut p = Problem::new(rig.clone(), goals, problem.root()).unwrap();
-    p.set_reference(problem.reference()).unwrap();
+    p.set_reference(problem.reference().clone()).unwrap();
     p
 }
 

@@ -161,7 +161,7 @@ impl PositionSolver for Fabrik {
             return self.solve_stretching(problem, start);
         }
         let settings = begin_solve(&self.settings, problem, start, &mut self.start_locals)?;
-        if problem.goals().is_empty() || problem.reference().is_none() {
+        if problem.goals().is_empty() || !problem.has_reference() {
             // Without a reference, the least motion from the start: FABRIK's own solve.
             return self.solve_reaching(problem, start, settings);
         }
@@ -270,7 +270,7 @@ impl Fabrik {
         };
         let mut spent = 0;
         let mut stalled = None;
-        if problem.reference().is_some() {
+        if problem.has_reference() {
             let start_pose = Pose { rotations: self.start_locals.clone(), root_translation: start.root_translation, scales };
             effective_reference(problem, &start_pose, &mut self.reference, &mut self.reference_frames);
             rig.forward_into(&start_pose, &mut self.frames);
@@ -299,11 +299,12 @@ impl Fabrik {
         }
         let left = settings.max_iterations.saturating_sub(reaching.iterations);
         let mut best = reaching;
-        if (problem.reference().is_some() || !best.reached) && left > 0 {
+        if (problem.has_reference() || !best.reached) && left > 0 {
             let mut pose = best.pose.clone();
-            let out = match problem.reference() {
-                Some(_) => self.dls.refine_toward(problem, &mut pose, None, &self.reference, tol, PullBudget::only(left)),
-                None => self.dls.refine(problem, &mut pose, None, tol, left),
+            let out = if problem.has_reference() {
+                self.dls.refine_toward(problem, &mut pose, None, &self.reference, tol, PullBudget::only(left))
+            } else {
+                self.dls.refine(problem, &mut pose, None, tol, left)
             };
             settle(problem, &self.start_locals, &mut pose.rotations);
             let iterations = best.iterations + out.iterations;

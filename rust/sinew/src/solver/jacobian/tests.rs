@@ -2,6 +2,7 @@ use glam::DQuat;
 
 use super::*;
 use crate::geometry::angle_between;
+use crate::problem::Reference;
 use crate::goal::Goal;
 use crate::limits::{HingeLimit, JointLimit, Swing};
 use crate::rig::{Bone, Rig};
@@ -419,7 +420,7 @@ fn a_bone_stiff_about_x_reaches_by_turning_about_z() {
         // Reached by bending forward (about X) and sideways (about Z).
         let mut problem = Problem::new(rig, vec![Goal::new(2, DVec3::new(-1.0, 1.6, 1.0))], RootMode::Pinned).unwrap();
         let rest = Pose { rotations: vec![DQuat::IDENTITY; 3], root_translation: DVec3::ZERO, scales: Vec::new() };
-        problem.set_reference(Some(&rest)).unwrap();
+        problem.set_reference(Reference::Pose(rest.clone())).unwrap();
         let mut solver = method.solver(SolveSettings::default()).unwrap();
         let solution = solver.solve(&problem, &rest).unwrap();
         assert!(solution.reached, "{method:?} {stiffness:?}: {:?}", solution.residuals);
