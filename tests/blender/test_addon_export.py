@@ -175,6 +175,8 @@ def test_same_problem_built_two_ways_solves_the_same():
 
     text = (Path(__file__).parent / "data" / "hinge_roundoff_problem.json").read_text()
     rig, goals, solver, pose, root_t, root = sinew.load_problem(text)
-    a = solver.solve(rig, goals, pose=pose, root_translation=root_t, root=root)
-    b = solver.solve(_rig_from_document(json.loads(text)), goals, pose=pose, root_translation=root_t, root=root)
-    np.testing.assert_allclose(a.rotations, b.rotations, atol=1e-6)
+    for reference in ("least_motion", "rest"):  # (the path of the 5197955 fix, and the default)
+        a = solver.solve(rig, goals, pose=pose, root_translation=root_t, root=root, reference=reference)
+        b = solver.solve(_rig_from_document(json.loads(text)), goals, pose=pose, root_translation=root_t, root=root,
+                         reference=reference)
+        np.testing.assert_allclose(a.rotations, b.rotations, atol=1e-6)

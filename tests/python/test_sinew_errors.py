@@ -225,10 +225,11 @@ BAD_SEQUENCES = {
     "zero reference in frame 3": (dict(references=np.where(np.arange(4)[:, None, None] == 3, 0.0,
                                                            np.tile([1.0, 0, 0, 0], (4, 3, 1)))),
                                   sinew.NonFiniteError, r'bone "b0" at frame 3'),
-    # (Read as a reference toward the rest pose, it switched a sequence from warm starts to
-    # solving every frame from rest.)
+    # (Scales belong to a reference pose: alone they would be read as one of the rest pose's.)
     "reference scales without a reference": (dict(reference_scales=np.ones(3)), sinew.SettingsError,
-                                             "reference_scales is given without a reference"),
+                                             "reference_scales is given without a reference pose"),
+    "no reference with per-frame references": (dict(reference="least_motion", references=np.tile([1.0, 0, 0, 0], (4, 3, 1))),
+                                               sinew.SettingsError, "least_motion.*references"),
 }
 
 

@@ -265,6 +265,7 @@ def test_sequence_shapes_and_types():
 
 
 def test_sequence_is_warm_started_frame_to_frame():
+    # Without a reference ("least_motion"): each frame from the answer before.
     rig = chain(10)
     for i in range(10):
         rig.set_cone_limit(i, 0.6, 0.6, 0.6, 0.6)
@@ -273,11 +274,11 @@ def test_sequence_is_warm_started_frame_to_frame():
     start = np.tile(IDENTITY, (10, 1))
     start[0] = quat_axis_angle((1, 0, 0), 0.2)
     solver = sinew.Solver()
-    seq = solver.solve_sequence(rig, [goal], targets[:, None, :], pose=start)
+    seq = solver.solve_sequence(rig, [goal], targets[:, None, :], pose=start, reference="least_motion")
     previous = start
     for f in range(len(targets)):
         goal.target = targets[f]
-        single = solver.solve(rig, [goal], pose=previous)
+        single = solver.solve(rig, [goal], pose=previous, reference="least_motion")
         np.testing.assert_allclose(seq.rotations[f], single.rotations, atol=1e-12)
         np.testing.assert_allclose(seq.residuals[f], single.residuals, atol=1e-12)
         assert seq.iterations[f] == single.iterations and seq.reached[f] == single.reached

@@ -608,7 +608,7 @@ pub unsafe extern "C" fn sinew_problem_set_reference(
             if !root_translation.is_null() {
                 return Err(FfiError::new(
                     sinew_status::NullArgument,
-                    "rotations is NULL (clear the reference) but root_translation is not",
+                    "rotations is NULL (restore the rest pose as the reference) but root_translation is not",
                 ));
             }
             p.problem.set_reference(Reference::Rest)?;
@@ -681,7 +681,8 @@ pub unsafe extern "C" fn sinew_problem_reference_kind(problem: *const sinew_prob
 /// `out_root_translation` (3 doubles; may be NULL), and writes to `*out_has_reference` whether
 /// a pose is set (1) or not (0: the reference is the rest pose or none, see
 /// `sinew_problem_reference_kind`; the buffers then receive the rest pose: identity rotations
-/// and a zero translation). `out_rotations` may be NULL with length 0 to ask
+/// and a zero translation, though `SINEW_REFERENCE_KIND_REST` keeps the start's root
+/// translation, so give that one back with a free root, not the zero). `out_rotations` may be NULL with length 0 to ask
 /// only whether there is one.
 ///
 /// Errors: `NULL_ARGUMENT`, `MISALIGNED_POINTER`, `BUFFER_TOO_SMALL`.

@@ -482,44 +482,51 @@ fn sequence_matches_the_core(api: &Api) {
         let poles: Vec<DVec3> = (0..frames * g).map(|k| DVec3::new(0.1, -1.0, 0.6 + 0.01 * k as f64)).collect();
         let orientations: Vec<glam::DQuat> =
             (0..frames * g).map(|k| glam::DQuat::from_rotation_x(std::f64::consts::FRAC_PI_2 + 0.01 * k as f64)).collect();
-        let mut core_rot = Vec::new();
-        let mut core_root = Vec::new();
-        let mut core_res = Vec::new();
-        let mut core_iters = Vec::new();
-        let mut solver = lp.method.solver(lp.settings).unwrap();
-        let inputs = FrameTargets { targets: &targets, orientations: Some(&orientations), poles: Some(&poles), references: None, root_translations: None, root_rests: None };
-        sinew_core::solve_sequence(solver.as_mut(), &lp.problem, &lp.pose, frames, inputs, |_, s| {
-            core_rot.extend(core_rotations(s));
-            core_root.extend(s.pose.root_translation.to_array());
-            core_res.extend(&s.residuals);
-            core_iters.push(s.iterations);
-        })
-        .unwrap();
-
         let problem = api.problem_from_file(&path);
         let csolver = api.solver_for(problem);
         let flat_t: Vec<f64> = targets.iter().flat_map(|t| t.to_array()).collect();
         let flat_p: Vec<f64> = poles.iter().flat_map(|t| t.to_array()).collect();
         let flat_o: Vec<f64> = orientations.iter().flat_map(|q| [q.w, q.x, q.y, q.z]).collect();
-        let mut rot = vec![f64::NAN; frames * n * 4];
-        let mut root = vec![f64::NAN; frames * 3];
-        let mut res = vec![f64::NAN; frames * g];
-        let mut infos = vec![unsafe { std::mem::zeroed::<sinew_solve_info>() }; frames];
-        let status = unsafe {
-            api.sinew_solver_solve_sequence(
-                csolver, problem, null(), 0, null(), frames,
-                flat_t.as_ptr(), flat_t.len(), flat_o.as_ptr(), flat_o.len(), flat_p.as_ptr(), flat_p.len(),
-                rot.as_mut_ptr(), rot.len(), root.as_mut_ptr(), root.len(), res.as_mut_ptr(), res.len(),
-                infos.as_mut_ptr(), infos.len(),
-            )
-        };
-        api.ok(status);
-        assert_same(&rot, &core_rot, &format!("{file} sequence rotations"));
-        assert_same(&root, &core_root, &format!("{file} sequence root"));
-        assert_same(&res, &core_res, &format!("{file} sequence residuals"));
-        assert_eq!(infos.iter().map(|i| i.iterations).collect::<Vec<_>>(), core_iters);
-        // The solver keeps the last frame.
-        assert_same(&api.rotations(csolver, n), &rot[(frames - 1) * n * 4..], "last frame");
+        // The rest pose (the default: the frames side by side) and no reference (warm-started).
+        for (kind, core_reference) in [(sinew_reference_kind::Rest, Reference::Rest), (sinew_reference_kind::LeastMotion, Reference::LeastMotion)] {
+            let mut core_rot = Vec::new();
+            let mut core_root = Vec::new();
+            let mut core_res = Vec::new();
+            let mut core_iters = Vec::new();
+            let mut solver = lp.method.solver(lp.settings).unwrap();
+            let mut core_problem = lp.problem.clone();
+            core_problem.set_reference(core_reference.clone()).unwrap();
+            api.ok(unsafe { api.sinew_problem_set_reference_kind(problem, kind as u32) });
+            let inputs = FrameTargets { targets: &targets, orientations: Some(&orientations), poles: Some(&poles), references: None, root_translations: None, root_rests: None };
+            sinew_core::solve_sequence(solver.as_mut(), &core_problem, &lp.pose, frames, inputs, |_, s| {
+                core_rot.extend(core_rotations(s));
+                core_root.extend(s.pose.root_translation.to_array());
+                core_res.extend(&s.residuals);
+                core_iters.push(s.iterations);
+            })
+            .unwrap();
+
+            let mut rot = vec![f64::NAN; frames * n * 4];
+            let mut root = vec![f64::NAN; frames * 3];
+            let mut res = vec![f64::NAN; frames * g];
+            let mut infos = vec![unsafe { std::mem::zeroed::<sinew_solve_info>() }; frames];
+            let status = unsafe {
+                api.sinew_solver_solve_sequence(
+                    csolver, problem, null(), 0, null(), frames,
+                    flat_t.as_ptr(), flat_t.len(), flat_o.as_ptr(), flat_o.len(), flat_p.as_ptr(), flat_p.len(),
+                    rot.as_mut_ptr(), rot.len(), root.as_mut_ptr(), root.len(), res.as_mut_ptr(), res.len(),
+                    infos.as_mut_ptr(), infos.len(),
+                )
+            };
+            api.ok(status);
+            assert_same(&rot, &core_rot, &format!("{file} {kind:?} sequence rotations"));
+            assert_same(&root, &core_root, &format!("{file} {kind:?} sequence root"));
+            assert_same(&res, &core_res, &format!("{file} {kind:?} sequence residuals"));
+            assert_eq!(infos.iter().map(|i| i.iterations).collect::<Vec<_>>(), core_iters);
+            // The solver keeps the last frame.
+            assert_same(&api.rotations(csolver, n), &rot[(frames - 1) * n * 4..], "last frame");
+        }
+        let (mut rot, mut root, mut res) = (vec![f64::NAN; frames * n * 4], vec![f64::NAN; frames * 3], vec![f64::NAN; frames * g]);
 
         // Too small an output buffer: an error, and nothing written.
         let mut small = vec![7.0; frames * n * 4 - 1];

@@ -89,7 +89,8 @@ fn read_inputs(
 /// pose is given by its rotations or its root translation (or, for a sequence with per-frame
 /// `references`, by those); its root translation where none is given is `default_root`
 /// (`solve`: zero; a sequence: the start's). `reference_scales` without a pose is refused
-/// (SettingsError), not read as one toward the rest pose.
+/// (SettingsError), not read as one toward the rest pose, and so is `"least_motion"` with
+/// per-frame references.
 fn read_reference(
     inputs: &mut Inputs,
     reference: Option<&Bound<'_, PyAny>>,
@@ -111,6 +112,9 @@ fn read_reference(
         if reference_root_translation.is_some_and(|r| !r.is_none()) || reference_scales.is_some_and(|r| !r.is_none()) {
             return Err(SettingsError::new_err("reference_root_translation and reference_scales belong to a reference pose, not to a named reference"));
         }
+        if named == sinew::Reference::LeastMotion && per_frame_references {
+            return Err(SettingsError::new_err("reference=\"least_motion\" asks for no reference, but references gives one per frame: pass one or the other"));
+        }
         inputs.reference = named;
         return Ok(());
     }
@@ -121,7 +125,7 @@ fn read_reference(
         (None, None, None) => sinew::Reference::Rest,
         (None, None, Some(_)) if !per_frame_references => {
             return Err(SettingsError::new_err(
-                "reference_scales is given without a reference: pass the reference (or, to a sequence, references) it belongs to",
+                "reference_scales is given without a reference pose: pass the reference (or, to a sequence, references) it belongs to",
             ));
         }
         (r, t, s) => sinew::Reference::Pose(Pose {
@@ -236,9 +240,9 @@ impl PySolver {
         PySolution::new(py, &sol, n)
     }
 
-    /// Solves F frames (`sinew::solve_sequence`: with a reference, each as its single solve from
-    /// it, on several threads; without, each warm-started from the previous one). Releases the
-    /// GIL while solving.
+    /// Solves F frames (`sinew::solve_sequence`: with a reference, the rest pose unless given,
+    /// each as its single solve from it, on several threads; with `reference="least_motion"`,
+    /// each warm-started from the previous one). Releases the GIL while solving.
     #[pyo3(signature = (rig, goals, targets, orientations = None, pole_targets = None, pose = None, root_translation = None, root = "pinned", reference = None, reference_root_translation = None, references = None, scales = None, reference_scales = None, root_translations = None, root_rests = None))]
     #[allow(clippy::too_many_arguments)]
     fn solve_sequence(

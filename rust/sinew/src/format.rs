@@ -195,7 +195,8 @@ impl<'de> Deserialize<'de> for ReferenceFile {
             serde_json::Value::String(s) if s == "rest" => Ok(Self::Rest),
             serde_json::Value::String(s) if s == "least_motion" => Ok(Self::LeastMotion),
             serde_json::Value::String(s) => Err(D::Error::custom(format!("reference \"{s}\" is not \"rest\", \"least_motion\" or a pose"))),
-            v => PoseFile::deserialize(v).map(Self::Pose).map_err(|e| D::Error::custom(format!("reference: {e}"))),
+            v @ serde_json::Value::Object(_) => PoseFile::deserialize(v).map(Self::Pose).map_err(|e| D::Error::custom(format!("reference: {e}"))),
+            other => Err(D::Error::custom(format!("reference {other} is not \"rest\", \"least_motion\" or a pose"))),
         }
     }
 }
@@ -583,8 +584,10 @@ mod tests {
         assert!(e.is_err());
         let e = Problem::from_json(&with_reference(r#"{"rotations": [[1,0,0,0], [1,0,0,0]], "extra": 1}"#)).unwrap_err();
         assert!(matches!(&e, Error::Format(m) if m.contains("reference") && m.contains("extra")), "{e}");
-        let e = Problem::from_json(&with_reference("\"none\"")).unwrap_err();
-        assert!(matches!(&e, Error::Format(m) if m.contains("\"none\" is not")), "{e}");
+        for bad in ["\"none\"", "3", "[1, 0, 0, 0]"] {
+            let e = Problem::from_json(&with_reference(bad)).unwrap_err();
+            assert!(matches!(&e, Error::Format(m) if m.contains("is not \"rest\", \"least_motion\" or a pose")), "{bad}: {e}");
+        }
     }
 
     #[test]

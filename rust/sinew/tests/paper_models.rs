@@ -445,8 +445,9 @@ fn humanoid13_constrained_reaches_an_in_limit_pose() {
 fn constrained_reconstruction_beats_unconstrained() {
     let lp = load("paper_humanoid13_constrained.json");
     let constrained = lp.problem.clone();
-    let free =
+    let mut free =
         Problem::new(without_limits(constrained.rig()), constrained.goals().to_vec(), constrained.root()).unwrap();
+    free.set_reference(constrained.reference().clone()).unwrap();
     let mut errors = (Vec::new(), Vec::new());
     for seed in 1..=3 {
         let truth = synth_motion(constrained.rig(), seed, 240, 30.0);
@@ -486,7 +487,8 @@ fn reconstruction_with_the_trunk_marked_is_within_45_mm() {
     let lp = load("paper_humanoid13_constrained.json");
     for orientation in [false, true] {
         let constrained = common::with_trunk_marker(&lp.problem, orientation);
-        let free = Problem::new(without_limits(constrained.rig()), constrained.goals().to_vec(), constrained.root()).unwrap();
+        let mut free = Problem::new(without_limits(constrained.rig()), constrained.goals().to_vec(), constrained.root()).unwrap();
+        free.set_reference(constrained.reference().clone()).unwrap();
         for method in [Method::Fabrik, Method::Dls] {
             let (mut c, mut u) = (Vec::new(), Vec::new());
             for seed in 1..=3 {

@@ -124,9 +124,7 @@ fn the_answer_does_not_depend_on_the_rig_s_scale() {
         let bones: Vec<Bone> = rig.bones().iter().map(|b| Bone { rest_head: b.rest_head * scale, length: b.length * scale, ..b.clone() }).collect();
         let goals: Vec<Goal> = lp.problem.goals().iter().zip(&targets).map(|(g, &t)| Goal { target: t * scale, ..*g }).collect();
         let mut p = Problem::new(Rig::new(bones).unwrap(), goals, lp.problem.root()).unwrap();
-        if reference {
-            p = with_reference(p, None);
-        }
+        p.set_reference(if reference { Reference::Pose(Pose::rest(p.rig().len())) } else { Reference::LeastMotion }).unwrap();
         let settings = SolveSettings { tolerance: lp.settings.tolerance * scale, stall_tolerance: lp.settings.stall_tolerance * scale, ..lp.settings };
         let start = Pose { root_translation: lp.pose.root_translation * scale, ..lp.pose.clone() };
         Method::Fabrik.solver(settings).unwrap().solve(&p, &start).unwrap()
@@ -402,12 +400,12 @@ fn an_orientation_goal_counts_once_its_position_is_met() {
     let goal = Goal::new(2, f.tails[2]).with_orientation(wanted);
     for reference in [false, true] {
         let mut problem = Problem::new(rig.clone(), vec![goal], RootMode::Pinned).unwrap();
-        if reference {
-            problem.set_reference(Reference::Pose(start.clone())).unwrap();
-        }
+        problem.set_reference(if reference { Reference::Pose(start.clone()) } else { Reference::LeastMotion }).unwrap();
         for method in METHODS {
             let settings = SolveSettings { max_iterations: 400, ..SolveSettings::default() };
-            let before = method.solver(settings).unwrap().solve(&Problem::new(rig.clone(), vec![Goal::new(2, f.tails[2])], RootMode::Pinned).unwrap(), &start).unwrap();
+            let mut position_only = Problem::new(rig.clone(), vec![Goal::new(2, f.tails[2])], RootMode::Pinned).unwrap();
+            position_only.set_reference(Reference::LeastMotion).unwrap();
+            let before = method.solver(settings).unwrap().solve(&position_only, &start).unwrap();
             assert!(before.orientation_residuals == vec![0.0]);
             let sol = method.solver(settings).unwrap().solve(&problem, &start).unwrap();
             check_solution(&problem, &start, &sol, settings.tolerance, 1e-9).unwrap();
@@ -435,9 +433,7 @@ fn a_start_outside_a_limit_is_clamped_first() {
         for method in METHODS {
             let solve = |t: DVec3| {
                 let mut p = Problem::new(rig.clone(), vec![Goal::new(1, t)], RootMode::Pinned).unwrap();
-                if reference {
-                    p.set_reference(Reference::Pose(Pose::rest(2))).unwrap();
-                }
+                p.set_reference(if reference { Reference::Pose(Pose::rest(2)) } else { Reference::LeastMotion }).unwrap();
                 method.solver(SolveSettings::default()).unwrap().solve(&p, &start).unwrap()
             };
             let a = solve(target);

@@ -2,8 +2,8 @@
 //!
 //! Where the goals leave freedom (how a spine shares its bend, where a knee points without a
 //! pole, how much a bone twists), a solver of a problem with a reference
-//! ([`crate::Problem::reference`]: none unless set; in a DCC the keyed pose before IK, else the
-//! rest pose given explicitly) returns the pose nearest it, as Blender's IK does by starting
+//! ([`crate::Problem::reference`]: the rest pose unless set; in a DCC the keyed pose before IK)
+//! returns the pose nearest it, as Blender's IK does by starting
 //! every evaluation from the pose before IK. This module builds the reference a solve actually
 //! uses ([`effective_reference`]): the problem's reference clamped into every limit, then each
 //! lone chain's pole applied to it exactly as Blender's `IK_QJacobianSolver::ConstrainPoleVector`
