@@ -338,6 +338,31 @@ def test_solver_settings_are_readable():
     assert sol.iterations <= 7
 
 
+def test_a_files_reference_comes_as_solve_keywords():
+    """``sinew.load_reference`` gives a file's reference as ``Solver.solve``'s keyword arguments:
+    the paper models ask for none, a file without one gets the rest pose, and a pose (normalised,
+    with its root translation) solves as the file's numbers passed by hand."""
+    paper = (REPO / "tests" / "data" / "paper_chain10.json").read_text()
+    assert sinew.load_reference(paper) == {"reference": "least_motion"}
+    doc = json.loads(paper)
+    del doc["reference"]
+    assert sinew.load_reference(json.dumps(doc)) == {"reference": "rest"}
+    n = len(doc["bones"])
+    rotations = _bent(n, 0.1)
+    doc["reference"] = {"rotations": (2.0 * rotations).tolist(), "root_translation": [1.0, 2.0, 3.0]}
+    kwargs = sinew.load_reference(json.dumps(doc))
+    assert set(kwargs) == {"reference", "reference_root_translation"}
+    np.testing.assert_allclose(kwargs["reference"], rotations, atol=1e-15)  # normalised
+    assert kwargs["reference_root_translation"].tolist() == [1.0, 2.0, 3.0]
+    rig, goals, solver, pose, root_t, root = sinew.load_problem(json.dumps(doc))
+    by_file = solver.solve(rig, goals, pose=pose, root_translation=root_t, root=root, **kwargs)
+    by_hand = solver.solve(rig, goals, pose=pose, root_translation=root_t, root=root, reference=2.0 * rotations,
+                           reference_root_translation=(1.0, 2.0, 3.0))
+    assert np.array_equal(by_file.rotations, by_hand.rotations)
+    with pytest.raises(sinew.FormatError):
+        sinew.load_reference(paper.replace('"least_motion"', '"none"'))
+
+
 PROBLEM_FILES = sorted((REPO / "tests" / "data").glob("*.json"))
 
 
@@ -347,7 +372,8 @@ def test_shared_problem_files_solve_within_their_limits(path):
     if json.loads(text).get("format") != "sinew.problem/1":
         pytest.skip("not a problem file")
     rig, goals, solver, pose, root_translation, root = sinew.load_problem(text)
-    sol = solver.solve(rig, goals, pose=pose, root_translation=root_translation, root=root)
+    sol = solver.solve(rig, goals, pose=pose, root_translation=root_translation, root=root,
+                       **sinew.load_reference(text))
     assert sol.residuals.shape == (len(goals),)
     assert np.isfinite(sol.rotations).all()
     for i in range(len(rig)):

@@ -41,6 +41,7 @@ fn _sinew(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(solver::methods, m)?)?;
     m.add_function(wrap_pyfunction!(solver::analyze, m)?)?;
     m.add_function(wrap_pyfunction!(solver::load_problem, m)?)?;
+    m.add_function(wrap_pyfunction!(solver::load_reference, m)?)?;
     // Not in `__all__` (setattr, not add): private.
     m.setattr("_panic_for_tests", wrap_pyfunction!(_panic_for_tests, m)?)?;
     m.add("__version__", VERSION)?;

@@ -1,4 +1,4 @@
-//! `sinew.Solver`, its results, `methods`, `analyze` and `load_problem`.
+//! `sinew.Solver`, its results, `methods`, `analyze`, `load_problem` and `load_reference`.
 //!
 //! Inputs are copied into owned core values while attached to Python; the solve itself runs with
 //! the GIL released (`Python::detach`).
@@ -572,4 +572,31 @@ pub(crate) fn load_problem(py: Python<'_>, text: String) -> PyResult<Bound<'_, P
         root_mode_name(problem.root()).into_pyobject(py)?.into_any(),
     ];
     PyTuple::new(py, items)
+}
+
+/// A problem file's reference as the keyword arguments of `Solver.solve` that give it:
+/// `{"reference": "rest"}` (also when the file has none), `{"reference": "least_motion"}`, or a
+/// pose's `reference` (N, 4), `reference_root_translation` (3,) and, where it has them,
+/// `reference_scales` (N,). The file is read as `load_problem` reads it.
+#[pyfunction]
+pub(crate) fn load_reference(py: Python<'_>, text: String) -> PyResult<Bound<'_, PyDict>> {
+    let loaded = py.detach(move || guard_core(|| sinew::Problem::from_json(&text)))?;
+    let d = PyDict::new(py);
+    match loaded.problem.reference() {
+        sinew::Reference::Rest => d.set_item("reference", "rest")?,
+        sinew::Reference::LeastMotion => d.set_item("reference", "least_motion")?,
+        sinew::Reference::Pose(r) => {
+            let n = r.rotations.len();
+            let mut rotations = Vec::with_capacity(n * 4);
+            for &q in &r.rotations {
+                push_wxyz(&mut rotations, q);
+            }
+            d.set_item("reference", to_numpy(py, rotations, (n, 4))?)?;
+            d.set_item("reference_root_translation", to_numpy(py, r.root_translation.to_array().to_vec(), 3)?)?;
+            if !r.scales.is_empty() {
+                d.set_item("reference_scales", to_numpy(py, r.scales.clone(), n)?)?;
+            }
+        }
+    }
+    Ok(d)
 }

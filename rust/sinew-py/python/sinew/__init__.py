@@ -34,6 +34,7 @@ from ._sinew import (
     analyze,
     core_version,
     load_problem,
+    load_reference,
     methods,
 )
 
@@ -58,5 +59,6 @@ __all__ = [
     "analyze",
     "core_version",
     "load_problem",
+    "load_reference",
     "methods",
 ]

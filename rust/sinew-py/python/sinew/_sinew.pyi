@@ -45,6 +45,7 @@ __all__ = [
     "analyze",
     "core_version",
     "load_problem",
+    "load_reference",
     "methods",
 ]
 
@@ -614,7 +615,19 @@ def analyze(rig: Rig, goals: Sequence[Goal]) -> _Analysis:
 def load_problem(text: str) -> tuple[Rig, list[Goal], Solver, _F64, _F64, _RootMode]:
     """Reads a ``sinew.problem/1`` JSON problem: ``(rig, goals, solver, start pose (N, 4) wxyz,
     root_translation (3,), root mode)``. Goals name their bones by name. Raises FormatError or
-    any rig, limit, goal or settings error."""
+    any rig, limit, goal or settings error. The file's reference: :func:`load_reference`."""
+
+def load_reference(text: str) -> dict[str, Any]:
+    """A ``sinew.problem/1`` JSON problem's reference as the keyword arguments of
+    :meth:`Solver.solve` that give it: ``{"reference": "rest"}`` (also when the file has none),
+    ``{"reference": "least_motion"}``, or a pose's ``reference`` (N, 4) wxyz,
+    ``reference_root_translation`` (3,) and, where the file gives them, ``reference_scales``
+    (N,)::
+
+        rig, goals, solver, pose, root_t, root = sinew.load_problem(text)
+        solver.solve(rig, goals, pose=pose, root_translation=root_t, root=root, **sinew.load_reference(text))
+
+    Raises what :func:`load_problem` raises."""
 
 def _panic_for_tests(detached: bool) -> None:
     """Panics inside the module's panic boundary (tests check it raises InternalError). Not
