@@ -812,6 +812,10 @@ fn references_match_the_core(api: &Api) {
         api.expect(api.sinew_problem_set_reference_kind(problem, 3), sinew_status::InvalidArgument);
         api.expect(api.sinew_problem_set_reference_kind(null_mut(), 0), sinew_status::NullArgument);
         api.expect(api.sinew_problem_reference_kind(problem, null_mut()), sinew_status::NullArgument);
+        let mut raw = [0u32; 2];
+        let misaligned = raw.as_mut_ptr().cast::<u8>().add(1).cast::<u32>();
+        api.expect(api.sinew_problem_reference_kind(problem, misaligned), sinew_status::MisalignedPointer);
+        assert_eq!(raw, [0, 0], "nothing written through a misaligned pointer");
     }
     assert_eq!(kind(problem), sinew_reference_kind::LeastMotion as u32, "unchanged by the errors");
 
