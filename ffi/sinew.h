@@ -1011,7 +1011,8 @@ sinew_status sinew_problem_reference_kind(const struct sinew_problem *problem,
  * `out_root_translation` (3 doubles; may be NULL), and writes to `*out_has_reference` whether
  * a pose is set (1) or not (0: the reference is the rest pose or none, see
  * `sinew_problem_reference_kind`; the buffers then receive the rest pose: identity rotations
- * and a zero translation). `out_rotations` may be NULL with length 0 to ask
+ * and a zero translation, though `SINEW_REFERENCE_KIND_REST` keeps the start's root
+ * translation, so give that one back with a free root, not the zero). `out_rotations` may be NULL with length 0 to ask
  * only whether there is one.
  *
  * Errors: `NULL_ARGUMENT`, `MISALIGNED_POINTER`, `BUFFER_TOO_SMALL`.
@@ -1178,9 +1179,10 @@ sinew_status sinew_solver_info(const struct sinew_solver *solver,
 
 /**
  * Solves `frames` frames of an animation, writing every frame's result into caller-provided
- * buffers: with a reference pose (`sinew_problem_set_reference`, or one per frame), each frame
- * exactly as `sinew_solver_solve` solves that frame alone from its reference, the frames side
- * by side on up to as many threads as the machine has; without one, each warm-started from the
+ * buffers: with a reference (the problem's, the rest pose unless set, or one per frame), each
+ * frame exactly as `sinew_solver_solve` solves that frame alone from its reference, the frames
+ * side by side on up to as many threads as the machine has; with
+ * `SINEW_REFERENCE_KIND_LEAST_MOTION` and no per-frame references, each warm-started from the
  * previous frame's solution (frame 0 from the start pose), one after another (`sinew::solve_sequence`).
  * The solver keeps the last frame's solution. Quaternions are sign-continuous from frame to
  * frame, so they can be keyed directly.
@@ -1195,8 +1197,8 @@ sinew_status sinew_solver_info(const struct sinew_solver *solver,
  * - `out_residuals`: ≥ F·G doubles (may be NULL when G = 0);
  * - `out_infos`: NULL, or ≥ F `sinew_solve_info`.
  *
- * Every frame uses the problem's reference pose (`sinew_problem_set_reference`); for a
- * reference per frame use `sinew_solver_solve_sequence_with_references`.
+ * Every frame uses the problem's reference (the rest pose unless set); for a reference per
+ * frame use `sinew_solver_solve_sequence_with_references`.
  *
  * Every input and buffer length is checked before any array is read, and every input before the
  * first frame is solved, so on such an error no output has been written. Orientations and pole
