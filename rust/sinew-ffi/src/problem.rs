@@ -640,16 +640,15 @@ pub unsafe extern "C" fn sinew_problem_set_reference_kind(problem: *mut sinew_pr
     ffi_status!({
         // SAFETY: a live problem (exclusive) (contract).
         let p = unsafe { get_mut(problem, "problem") }?;
-        let reference = match kind {
-            k if k == sinew_reference_kind::Rest as u32 => Reference::Rest,
-            k if k == sinew_reference_kind::LeastMotion as u32 => Reference::LeastMotion,
-            k if k == sinew_reference_kind::Pose as u32 => {
+        let reference = match sinew_reference_kind::parse(kind)? {
+            sinew_reference_kind::Rest => Reference::Rest,
+            sinew_reference_kind::LeastMotion => Reference::LeastMotion,
+            sinew_reference_kind::Pose => {
                 return Err(FfiError::new(
                     sinew_status::InvalidArgument,
                     "SINEW_REFERENCE_KIND_POSE is set by giving the pose: call sinew_problem_set_reference",
                 ));
             }
-            k => return Err(FfiError::new(sinew_status::InvalidArgument, format!("kind {k} is not a sinew_reference_kind"))),
         };
         p.problem.set_reference(reference)?;
         Ok(())
@@ -731,6 +730,17 @@ impl sinew_root_mode {
             0 => Ok(RootMode::Pinned),
             1 => Ok(RootMode::Free),
             _ => Err(FfiError::new(sinew_status::InvalidArgument, format!("root_mode {v} is not a sinew_root_mode"))),
+        }
+    }
+}
+
+impl sinew_reference_kind {
+    fn parse(v: u32) -> FfiResult<Self> {
+        match v {
+            0 => Ok(Self::Rest),
+            1 => Ok(Self::Pose),
+            2 => Ok(Self::LeastMotion),
+            _ => Err(FfiError::new(sinew_status::InvalidArgument, format!("kind {v} is not a sinew_reference_kind"))),
         }
     }
 }

@@ -201,18 +201,6 @@ impl<'de> Deserialize<'de> for ReferenceFile {
     }
 }
 
-impl ReferenceFile {
-    /// Describes `reference`.
-    #[must_use]
-    pub fn from_reference(reference: &Reference) -> Self {
-        match reference {
-            Reference::Rest => Self::Rest,
-            Reference::Pose(p) => Self::Pose(PoseFile::from_pose(p)),
-            Reference::LeastMotion => Self::LeastMotion,
-        }
-    }
-}
-
 /// A whole problem file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
