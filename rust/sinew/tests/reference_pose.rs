@@ -531,12 +531,19 @@ fn a_restarted_pull_makes_a_warm_frame_its_cold_solve() {
 /// stopped at its 40th was decided by round-off, and only the latter was restarted. The fourth
 /// (`nopoles_crawl_0050`) moved by 1.5e-4 rad while a pull's step was measured by the turn it
 /// asked for: a leg whose thigh the pull pushed against its bounds asked for 0.14 rad at every
-/// step (the clamp took it back), so its runs ran to their step cap instead of settling.
+/// step (the clamp took it back), so its runs ran to their step cap instead of settling. The last
+/// three moved by 2e-6 to 2e-4 rad while a pull was judged nearer the reference by an exact
+/// comparison of distances: sliding along a nearly flat valley, a pull whose change of the
+/// distance round-off made 0 was rejected, and the run settled up to 20 iterations early
+/// ([`DISTANCE_ROUND_OFF`](../src/solver/jacobian/toward.rs)).
 #[test]
 fn a_real_motion_frame_does_not_jump_when_a_target_moves_by_round_off() {
-    for name in ["poles_kick_0018", "poles_crawl_0108", "nopoles_getup_faceup_0217", "nopoles_crawl_0050"] {
+    // (`dls` on the last three: see its item in limitations.md.)
+    let flat_valleys = ["nopoles_punch_0058", "nopoles_punch_0059", "poles_roll_0118"];
+    for name in ["poles_kick_0018", "poles_crawl_0108", "nopoles_getup_faceup_0217", "nopoles_crawl_0050"].into_iter().chain(flat_valleys) {
         let frame = load(&format!("real_motion/{name}.json"));
-        for method in [Method::Fabrik, Method::Dls] {
+        let methods: &[Method] = if flat_valleys.contains(&name) { &[Method::Fabrik] } else { &[Method::Fabrik, Method::Dls] };
+        for &method in methods {
             let mut solver = method.solver(frame.settings).unwrap();
             let base = solver.solve(&frame.problem, &frame.pose).unwrap();
             assert!(base.reached, "{name} {method:?}");

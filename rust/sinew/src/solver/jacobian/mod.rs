@@ -58,7 +58,7 @@ pub(super) use residual::out_of_reach_curvature;
 use residual::{POLE_TOLERANCE, SWIVEL_STEP, evaluate, pole_swivel, pole_top, residual};
 pub(crate) use toward::PullBudget;
 use toward::{
-    AT_BOUND, FINISH_FRACTION, FINISH_ITERATIONS, MOMENTUM, PULL_CORRECTIONS, PULL_GROW, PULL_MAX, PULL_MIN, PULL_SHRINK, RELAX_BAND, RELAX_BAND_REACH, RELAX_ITERATIONS, SETTLED,
+    AT_BOUND, DISTANCE_ROUND_OFF, FINISH_FRACTION, FINISH_ITERATIONS, MOMENTUM, PULL_CORRECTIONS, PULL_GROW, PULL_MAX, PULL_MIN, PULL_SHRINK, RELAX_BAND, RELAX_BAND_REACH, RELAX_ITERATIONS, SETTLED,
     SETTLED_NEAR,
 };
 
@@ -522,7 +522,9 @@ impl DlsSteps {
             }
             // Within the band a step is kept when it comes nearer the reference, or closes most
             // of the goals' gap (the corrections the pull's steps leave).
-            let better = if pulling { trial_error <= band && (trial_distance < distance || (trial_error < 0.25 * error && error > 1e-12 * band)) } else { trial_error < error };
+            // (Nearer unless farther by more than the distance's own round-off.)
+            let nearer = trial_distance < distance * (1.0 + DISTANCE_ROUND_OFF);
+            let better = if pulling { trial_error <= band && (nearer || (trial_error < 0.25 * error && error > 1e-12 * band)) } else { trial_error < error };
             if better {
                 std::mem::swap(pose, &mut trial);
                 std::mem::swap(&mut self.frames, &mut self.trial_frames);
@@ -550,7 +552,7 @@ impl DlsSteps {
             // reference while leaving the goals a little off (within the band), the next closed
             // them by moving away again (kept for closing the gap), the one after overshot
             // (rejected), and so on to the pull's step cap, in both runs of a solve.
-            let receded = better && pulling && trial_distance >= distance;
+            let receded = better && pulling && !nearer;
             if better && pulling && !receded {
                 last_turn = largest_turn;
                 self.momentum.clone_from(&self.toward);
