@@ -134,6 +134,15 @@ pub(crate) fn push_wxyz(out: &mut Vec<f64>, q: DQuat) {
     out.extend_from_slice(&[q.w, q.x, q.y, q.z]);
 }
 
+/// `rotations` as `w, x, y, z` each, one after another (an `(N, 4)` array's data).
+pub(crate) fn wxyz_flat(rotations: &[DQuat]) -> Vec<f64> {
+    let mut out = Vec::with_capacity(4 * rotations.len());
+    for &q in rotations {
+        push_wxyz(&mut out, q);
+    }
+    out
+}
+
 /// Appends `v` as `x, y, z`.
 pub(crate) fn push_xyz(out: &mut Vec<f64>, v: DVec3) {
     out.extend_from_slice(&[v.x, v.y, v.z]);

@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 use crate::convert::{
-    Dim, mat4s_rows, push_wxyz, push_xyz, quats_from_wxyz, read_f64, read_i64, read_opt_f64, read_opt_vec3, root_mode, root_mode_name, stop_name,
+    Dim, mat4s_rows, push_wxyz, wxyz_flat, push_xyz, quats_from_wxyz, read_f64, read_i64, read_opt_f64, read_opt_vec3, root_mode, root_mode_name, stop_name,
     to_numpy, to_numpy_py, vec3s,
 };
 use crate::errors::{NonFiniteError, SettingsError, ShapeError, guard_core};
@@ -101,11 +101,10 @@ fn read_reference(
 ) -> PyResult<()> {
     let n = inputs.rig.len();
     let named = match reference.map(|r| r.extract::<String>()) {
-        Some(Ok(name)) => Some(match name.as_str() {
-            "rest" => sinew::Reference::Rest,
-            "least_motion" => sinew::Reference::LeastMotion,
-            _ => return Err(SettingsError::new_err(format!("reference \"{name}\" is not \"rest\", \"least_motion\" or an (N, 4) array"))),
-        }),
+        Some(Ok(name)) => Some(sinew::Reference::named(&name).ok_or_else(|| {
+            let (rest, least_motion) = (sinew::Reference::REST_NAME, sinew::Reference::LEAST_MOTION_NAME);
+            SettingsError::new_err(format!("reference \"{name}\" is not \"{rest}\", \"{least_motion}\" or an (N, 4) array"))
+        })?),
         _ => None,
     };
     if let Some(named) = named {
@@ -142,7 +141,7 @@ impl Inputs {
     fn problem(&self) -> sinew::Result<Problem> {
         let goals = core_goals(&self.goals, &self.rig)?;
         let mut problem = Problem::new((*self.rig).clone(), goals, self.root)?;
-        if self.reference != sinew::Reference::Rest {
+        if !matches!(self.reference, sinew::Reference::Rest) {
             problem.set_reference(self.reference.clone()).map_err(|e| match e {
                 sinew::Error::ShapeMismatch { expected, got, .. } => {
                     sinew::Error::ShapeMismatch { what: "reference".into(), expected, got }
@@ -442,10 +441,7 @@ pub(crate) struct PySolution {
 
 impl PySolution {
     fn new(py: Python<'_>, sol: &sinew::Solution, n: usize) -> PyResult<Self> {
-        let mut rot = Vec::with_capacity(n * 4);
-        for &q in &sol.pose.rotations {
-            push_wxyz(&mut rot, q);
-        }
+        let rot = wxyz_flat(&sol.pose.rotations);
         let mut scales = Vec::with_capacity(n);
         push_scales(&mut scales, &sol.pose);
         Ok(Self {
@@ -557,11 +553,7 @@ pub(crate) fn load_problem(py: Python<'_>, text: String) -> PyResult<Bound<'_, P
     let n = rig.len();
     let goals: Vec<PyGoal> = problem.goals().iter().map(|g| PyGoal::from_core(g, rig)).collect();
     let solver = PySolver::from_core(loaded.method, loaded.settings)?;
-    let mut pose = Vec::with_capacity(n * 4);
-    for &q in &loaded.pose.rotations {
-        push_wxyz(&mut pose, q);
-    }
-    let pose: Bound<'_, PyArray2<f64>> = to_numpy(py, pose, (n, 4))?;
+    let pose: Bound<'_, PyArray2<f64>> = to_numpy(py, wxyz_flat(&loaded.pose.rotations), (n, 4))?;
     let root_translation: Bound<'_, PyArray1<f64>> = to_numpy(py, loaded.pose.root_translation.to_array().to_vec(), 3)?;
     let items: [Bound<'_, PyAny>; 6] = [
         Bound::new(py, PyRig::from_core(rig.clone()))?.into_any(),
@@ -583,20 +575,15 @@ pub(crate) fn load_reference(py: Python<'_>, text: String) -> PyResult<Bound<'_,
     let loaded = py.detach(move || guard_core(|| sinew::Problem::from_json(&text)))?;
     let d = PyDict::new(py);
     match loaded.problem.reference() {
-        sinew::Reference::Rest => d.set_item("reference", "rest")?,
-        sinew::Reference::LeastMotion => d.set_item("reference", "least_motion")?,
         sinew::Reference::Pose(r) => {
             let n = r.rotations.len();
-            let mut rotations = Vec::with_capacity(n * 4);
-            for &q in &r.rotations {
-                push_wxyz(&mut rotations, q);
-            }
-            d.set_item("reference", to_numpy(py, rotations, (n, 4))?)?;
+            d.set_item("reference", to_numpy(py, wxyz_flat(&r.rotations), (n, 4))?)?;
             d.set_item("reference_root_translation", to_numpy(py, r.root_translation.to_array().to_vec(), 3)?)?;
             if !r.scales.is_empty() {
                 d.set_item("reference_scales", to_numpy(py, r.scales.clone(), n)?)?;
             }
         }
+        named => d.set_item("reference", named.name())?,
     }
     Ok(d)
 }

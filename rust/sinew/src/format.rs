@@ -181,8 +181,8 @@ pub enum ReferenceFile {
 impl Serialize for ReferenceFile {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         match self {
-            Self::Rest => s.serialize_str("rest"),
-            Self::LeastMotion => s.serialize_str("least_motion"),
+            Self::Rest => s.serialize_str(Reference::REST_NAME),
+            Self::LeastMotion => s.serialize_str(Reference::LEAST_MOTION_NAME),
             Self::Pose(p) => p.serialize(s),
         }
     }
@@ -191,12 +191,16 @@ impl Serialize for ReferenceFile {
 impl<'de> Deserialize<'de> for ReferenceFile {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
         use serde::de::Error as _;
+        let (rest, least_motion) = (Reference::REST_NAME, Reference::LEAST_MOTION_NAME);
+        let bad = |what: String| D::Error::custom(format!("reference {what} is not \"{rest}\", \"{least_motion}\" or a pose"));
         match serde_json::Value::deserialize(d)? {
-            serde_json::Value::String(s) if s == "rest" => Ok(Self::Rest),
-            serde_json::Value::String(s) if s == "least_motion" => Ok(Self::LeastMotion),
-            serde_json::Value::String(s) => Err(D::Error::custom(format!("reference \"{s}\" is not \"rest\", \"least_motion\" or a pose"))),
+            serde_json::Value::String(s) => match Reference::named(&s) {
+                Some(Reference::Rest) => Ok(Self::Rest),
+                Some(Reference::LeastMotion) => Ok(Self::LeastMotion),
+                Some(Reference::Pose(_)) | None => Err(bad(format!("\"{s}\""))),
+            },
             v @ serde_json::Value::Object(_) => PoseFile::deserialize(v).map(Self::Pose).map_err(|e| D::Error::custom(format!("reference: {e}"))),
-            other => Err(D::Error::custom(format!("reference {other} is not \"rest\", \"least_motion\" or a pose"))),
+            other => Err(bad(other.to_string())),
         }
     }
 }

@@ -44,6 +44,32 @@ pub enum Reference {
 }
 
 impl Reference {
+    /// [`Reference::Rest`]'s name, as the problem format and Python give it.
+    pub const REST_NAME: &'static str = "rest";
+    /// [`Reference::LeastMotion`]'s name, as the problem format and Python give it.
+    pub const LEAST_MOTION_NAME: &'static str = "least_motion";
+
+    /// The reference named `name` ([`Reference::REST_NAME`], [`Reference::LEAST_MOTION_NAME`]),
+    /// if it is one.
+    #[must_use]
+    pub fn named(name: &str) -> Option<Self> {
+        match name {
+            Self::REST_NAME => Some(Self::Rest),
+            Self::LEAST_MOTION_NAME => Some(Self::LeastMotion),
+            _ => None,
+        }
+    }
+
+    /// This reference's name; `None` for a pose.
+    #[must_use]
+    pub fn name(&self) -> Option<&'static str> {
+        match self {
+            Self::Rest => Some(Self::REST_NAME),
+            Self::LeastMotion => Some(Self::LEAST_MOTION_NAME),
+            Self::Pose(_) => None,
+        }
+    }
+
     /// The reference's pose, where one is given ([`Reference::Pose`]).
     #[must_use]
     pub fn pose(&self) -> Option<&Pose> {
